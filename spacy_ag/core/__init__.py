@@ -1,0 +1,1 @@
+"""The inference core: compiled grammar arrays, sampler state and numba kernels."""

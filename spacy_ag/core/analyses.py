@@ -1,0 +1,252 @@
+"""Adding, removing, scoring, comparing and freeing analyses (ALGORITHMS.md 3.7-3.9).
+
+All walks use explicit stacks. `add` and `remove` return the log of the exact
+conditional probability of the analysis given the rest of the state; `log_r`
+returns its log weight under the static approximating PCFG G' (3.8).
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from .state import (
+    CLOSED, OPEN, RULE, TABLE, TERM,
+    alloc_table, free_node, free_table, link_table, unlink_table,
+)
+
+
+@njit(cache=True)
+def theta_hat(G, S, r, collapsed):
+    """Rule probability: collapsed Dirichlet predictive, or fixed (3.2)."""
+    if collapsed:
+        A = G.rule_parent[r]
+        return (S.f[r] + G.rule_alpha[r]) / (S.fA[A] + G.nt_alpha_sum[A])
+    return G.rule_theta[r]
+
+
+@njit(cache=True)
+def log_new_table(S, ad):
+    """log lambda_A: the probability of opening a new table."""
+    return math.log((S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad]))
+
+
+@njit(cache=True)
+def table_weight(S, k):
+    """omega_{A,k}: the probability of joining table k."""
+    ad = S.tab_adaptor[k]
+    return (S.tab_count[k] - S.ad_a[ad]) / (S.ad_n[ad] + S.ad_b[ad])
+
+
+@njit(cache=True)
+def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
+    """theta' of every original rule under the current state (3.3), tempered.
+
+    Rules of adapted parents carry lambda_A, except for the adaptor `skip_ad`,
+    which table-label resampling treats as unadapted.
+    """
+    n_ad = S.ad_m.shape[0]
+    loglam = np.zeros(n_ad)
+    for ad in range(n_ad):
+        loglam[ad] = log_new_table(S, ad)
+    for r in range(rho.shape[0]):
+        lw = math.log(theta_hat(G, S, r, collapsed))
+        ad = G.sym_adaptor[G.rule_parent[r]]
+        if ad >= 0 and ad != skip_ad:
+            lw += loglam[ad]
+        rho[r] = math.exp(lw * inv_temp)
+
+
+@njit(cache=True)
+def _push_children(S, x, stack, top):
+    c = S.node_child[x]
+    while c >= 0:
+        stack[top] = c
+        top += 1
+        c = S.node_sib[c]
+    return top
+
+
+@njit(cache=True)
+def add(G, S, root, collapsed, stack):
+    """Insert an analysis; NEW table nodes open tables, CLOSED ones reopen."""
+    lp = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        kind = S.node_kind[x]
+        if kind == TERM:
+            continue
+        if kind == RULE:
+            r = S.node_rule[x]
+            lp += math.log(theta_hat(G, S, r, collapsed))
+            S.f[r] += 1
+            S.fA[G.rule_parent[r]] += 1
+            top = _push_children(S, x, stack, top)
+            continue
+        k = S.node_table[x]
+        ad = G.sym_adaptor[S.node_sym[x]]
+        if k >= 0 and S.tab_state[k] == OPEN:
+            lp += math.log(table_weight(S, k))
+            S.tab_count[k] += 1
+            S.ad_n[ad] += 1
+            continue
+        if k < 0:  # a NEW node from a proposal: the label becomes the table's
+            k = alloc_table(S)
+            S.tab_adaptor[k] = ad
+            S.tab_label[k] = S.node_child[x]
+            S.tab_yield[k] = S.node_aux[x]
+            S.node_child[x] = -1
+            S.node_table[x] = k
+        label = S.tab_label[k]
+        r = S.node_rule[label]
+        lp += log_new_table(S, ad) + math.log(theta_hat(G, S, r, collapsed))
+        S.tab_state[k] = OPEN
+        S.tab_count[k] = 1
+        S.ad_m[ad] += 1
+        S.ad_n[ad] += 1
+        S.f[r] += 1
+        S.fA[G.rule_parent[r]] += 1
+        link_table(S, k)
+        top = _push_children(S, label, stack, top)
+    return lp
+
+
+@njit(cache=True)
+def remove(G, S, root, collapsed, stack):
+    """Take an analysis out; tables losing their last customer become CLOSED."""
+    lp = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        kind = S.node_kind[x]
+        if kind == TERM:
+            continue
+        if kind == RULE:
+            r = S.node_rule[x]
+            S.f[r] -= 1
+            S.fA[G.rule_parent[r]] -= 1
+            lp += math.log(theta_hat(G, S, r, collapsed))
+            top = _push_children(S, x, stack, top)
+            continue
+        k = S.node_table[x]
+        ad = S.tab_adaptor[k]
+        S.tab_count[k] -= 1
+        S.ad_n[ad] -= 1
+        if S.tab_count[k] > 0:
+            lp += math.log(table_weight(S, k))
+            continue
+        label = S.tab_label[k]
+        r = S.node_rule[label]
+        S.ad_m[ad] -= 1
+        S.f[r] -= 1
+        S.fA[G.rule_parent[r]] -= 1
+        unlink_table(S, k)
+        S.tab_state[k] = CLOSED
+        lp += log_new_table(S, ad) + math.log(theta_hat(G, S, r, collapsed))
+        top = _push_children(S, label, stack, top)
+    return lp
+
+
+@njit(cache=True)
+def log_r(G, S, root, rho, inv_temp, stack):
+    """log weight of an analysis under G' of the current (static) state (3.8).
+
+    A reference to a CLOSED table is scored as a new table, every time it
+    occurs (the Join case of 3.8).
+    """
+    lr = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        kind = S.node_kind[x]
+        if kind == TERM:
+            continue
+        if kind == RULE:
+            lr += math.log(rho[S.node_rule[x]])
+            top = _push_children(S, x, stack, top)
+            continue
+        k = S.node_table[x]
+        if k >= 0 and S.tab_state[k] == OPEN:
+            lr += inv_temp * math.log(table_weight(S, k))
+            continue
+        label = S.node_child[x] if k < 0 else S.tab_label[k]
+        stack[top] = label
+        top += 1
+    return lr
+
+
+@njit(cache=True)
+def same_analysis(S, new_root, old_root, stack, marked):
+    """True if a fresh proposal equals the removed analysis (3.9).
+
+    A NEW node matches a CLOSED table with an equal label; a closed table
+    matched twice means the old analysis shared it, which no proposal can
+    reproduce, so the analyses differ.
+    """
+    n_marked = 0
+    equal = True
+    stack[0] = new_root
+    stack[1] = old_root
+    top = 2
+    while top > 0 and equal:
+        top -= 2
+        x, y = stack[top], stack[top + 1]
+        kx, ky = S.node_kind[x], S.node_kind[y]
+        if kx != ky:
+            equal = False
+        elif kx == TERM:
+            equal = S.node_sym[x] == S.node_sym[y]
+        elif kx == RULE:
+            if S.node_rule[x] != S.node_rule[y]:
+                equal = False
+            else:
+                cx, cy = S.node_child[x], S.node_child[y]
+                while cx >= 0:
+                    stack[top] = cx
+                    stack[top + 1] = cy
+                    top += 2
+                    cx, cy = S.node_sib[cx], S.node_sib[cy]
+        else:
+            kx_t, ky_t = S.node_table[x], S.node_table[y]
+            if kx_t >= 0:
+                equal = kx_t == ky_t
+            elif S.tab_state[ky_t] != CLOSED or S.tab_mark[ky_t] != 0:
+                equal = False
+            else:
+                S.tab_mark[ky_t] = 1
+                marked[n_marked] = ky_t
+                n_marked += 1
+                stack[top] = S.node_child[x]
+                stack[top + 1] = S.tab_label[ky_t]
+                top += 2
+    for i in range(n_marked):
+        S.tab_mark[marked[i]] = 0
+    return equal
+
+
+@njit(cache=True)
+def free_tree(S, root, stack):
+    """Return the nodes of a discarded analysis, and its CLOSED tables, to the pools."""
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        if S.node_kind[x] == TABLE:
+            k = S.node_table[x]
+            if k < 0:
+                stack[top] = S.node_child[x]
+                top += 1
+            elif S.tab_state[k] == CLOSED:
+                stack[top] = S.tab_label[k]
+                top += 1
+                free_table(S, k)
+        else:
+            top = _push_children(S, x, stack, top)
+        free_node(S, x)

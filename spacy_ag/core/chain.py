@@ -1,0 +1,190 @@
+"""One Markov chain: the Python driver around the compiled kernels.
+
+A chain owns a sampler state and a corpus encoded as terminal ids. Each call
+of `step` runs one full iteration (3.10) as a handful of kernel calls; the
+only Python work per iteration is growing pools when a kernel asks for it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .compiled import CompiledGrammar
+from .hyper import log_hyper_prior, log_posterior, sample_hyperparameters
+from .rng import make_rng, shuffle
+from .sampler import (
+    ACCEPTED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED, N_STATS, REJECTED, UNCHANGED,
+    Workspace, add_all, initialize, need_nodes, need_trie, open_tables, resample_labels, sweep,
+)
+from .segmentation import corpus_marks
+from .state import State, grow, new_state
+
+
+@dataclass
+class SamplerSettings:
+    """MCMC settings; defaults follow ALGORITHMS.md 3.16 (py-cfg flags in brackets)."""
+
+    collapsed: bool = True  # integrate theta out [-E]
+    init: str = "batch"  # or "incremental" [-D]
+    label_resampling: bool = True  # [-R -1]
+    mh: bool = True  # Metropolis-Hastings correction [-H turns it off]
+    random_order: bool = True  # [-I for corpus order]
+    sample_hyper: bool = True
+    sample_a: bool = True
+    beta_e: float = 1.0  # a ~ Beta(e, f) [-e -f]
+    beta_f: float = 1.0
+    gamma_shape: float = 0.1  # b ~ Gamma(shape, scale) [-h shape, -g scale]
+    gamma_scale: float = 10.0
+    hyper_rounds: int = 5
+    hyper_iterations: int = 20
+    hyper_start: int = 3  # first iteration that samples hyperparameters
+    anneal_start: float = 1.0  # initial temperature [-T]; 1 = no annealing
+    anneal_iterations: int = 0  # iterations over which it falls to 1 [-m]
+
+    def temperature(self, iteration: int) -> float:
+        if self.anneal_iterations <= 0 or iteration > self.anneal_iterations or self.anneal_start <= 1:
+            return 1.0
+        frac = (iteration - 1) / self.anneal_iterations
+        return float(self.anneal_start ** (1.0 - frac))
+
+    def to_dict(self) -> Dict:
+        return asdict(self)
+
+
+class UnparseableSentence(ValueError):
+    def __init__(self, index: int):
+        super().__init__(f"sentence {index + 1} has no parse under the grammar")
+        self.index = index
+
+
+def pack_corpus(compiled: CompiledGrammar, sentences: Sequence[Sequence[str]]):
+    """Flat terminal ids and sentence offsets; unknown terminals are reported by the caller."""
+    lengths = np.array([len(s) for s in sentences], dtype=np.int64)
+    sent_ptr = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=sent_ptr[1:])
+    index = compiled.term_index
+    words = np.fromiter((index.get(t, -1) for s in sentences for t in s), dtype=np.int32,
+                        count=int(sent_ptr[-1]))
+    return words, sent_ptr
+
+
+class Chain:
+    def __init__(self, compiled: CompiledGrammar, words: np.ndarray, sent_ptr: np.ndarray,
+                 settings: SamplerSettings, seed: int, state: Optional[State] = None,
+                 iteration: int = 0):
+        self.compiled = compiled
+        self.G = compiled.arrays
+        self.words = words
+        self.sent_ptr = sent_ptr
+        self.settings = settings
+        self.seed = seed
+        self.n_sentences = len(sent_ptr) - 1
+        lengths = np.diff(sent_ptr)
+        self.max_len = int(lengths.max()) if len(lengths) else 1
+        self.max_unary = compiled.max_unary_chain
+        self.ws = Workspace(compiled, self.max_len)
+        self.iteration = iteration
+        if state is None:
+            a, b = compiled.adaptor_params()
+            G = self.G
+            total = int(sent_ptr[-1])
+            state = new_state(
+                G.rule_parent.shape[0], G.n_nt, G.adaptor_nt.shape[0], self.n_sentences, a, b,
+                make_rng(seed), node_cap=max(1024, need_nodes(total, 0)),
+                tab_cap=max(256, total), trie_cap=max(1024, 2 * total),
+            )
+        self.state = state
+
+    # ------------------------------------------------------------------
+    def _grow(self, n: int):
+        self.state = grow(self.state, need_nodes(n, self.max_unary), need_nodes(n, self.max_unary),
+                          need_trie(n), self.G.n_term)
+
+    def _drive(self, kernel, n_items: int, *args):
+        """Call `kernel(pos)` until it has covered all items, growing pools in between."""
+        pos = 0
+        while pos < n_items:
+            new_pos = kernel(pos, *args)
+            if new_pos < 0:
+                raise UnparseableSentence(-new_pos - 1)
+            if new_pos == pos:
+                self._grow(self.max_len)
+            pos = new_pos
+
+    def initialize(self):
+        s, ws, G = self.settings, self.ws, self.G
+        order = np.arange(self.n_sentences, dtype=np.int64)
+        incremental = s.init == "incremental"
+        self._drive(lambda pos: initialize(
+            G, self.state, self.words, self.sent_ptr, order, pos, incremental, s.collapsed,
+            self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf), len(order))
+        if not incremental:
+            self._drive(lambda pos: add_all(G, self.state, order, pos, s.collapsed, self.max_unary,
+                                            self.sent_ptr), len(order))
+
+    def step(self) -> Dict:
+        """One iteration: every sentence, then table labels, then hyperparameters."""
+        s, ws, G = self.settings, self.ws, self.G
+        started = time.perf_counter()
+        self.iteration += 1
+        it = self.iteration
+        temp = s.temperature(it)
+        inv_temp = 1.0 / temp
+        stats = np.zeros(N_STATS, np.int64)
+        order = np.arange(self.n_sentences, dtype=np.int64)
+        if s.random_order:
+            shuffle(self.state.rng, order)
+        self._drive(lambda pos: sweep(
+            G, self.state, self.words, self.sent_ptr, order, pos, s.collapsed, inv_temp, s.mh,
+            self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, stats), len(order))
+        if s.label_resampling:
+            for ad in G.adaptor_order:
+                tables = open_tables(self.state, ad, self.state.rng)
+                self._drive(lambda pos: resample_labels(
+                    G, self.state, tables, pos, s.collapsed, inv_temp, self.max_unary, ws.rho,
+                    ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, ws.terms, stats), len(tables))
+        if s.sample_hyper and it >= s.hyper_start:
+            sample_hyperparameters(self.state, s.sample_a, s.beta_e, s.beta_f, s.gamma_shape,
+                                   s.gamma_scale, s.hyper_rounds, s.hyper_iterations)
+        return self.trace_line(stats, time.perf_counter() - started, temp)
+
+    def trace_line(self, stats, seconds, temp=1.0) -> Dict:
+        s, st = self.settings, self.state
+        log_p = float(log_posterior(self.G, st, s.collapsed))
+        log_prior = float(log_hyper_prior(st, s.sample_a, s.beta_e, s.beta_f, s.gamma_shape,
+                                          s.gamma_scale)) if s.sample_hyper else 0.0
+        proposals = int(stats[ACCEPTED] + stats[REJECTED] + stats[UNCHANGED])
+        names = self.compiled.adapted
+        return {
+            "iteration": self.iteration,
+            "log_posterior": log_p,
+            "log_prior": log_prior,
+            "temperature": temp,
+            "accepted": int(stats[ACCEPTED]),
+            "rejected": int(stats[REJECTED]),
+            "unchanged": int(stats[UNCHANGED]),
+            "acceptance_rate": (proposals - int(stats[REJECTED])) / proposals if proposals else 1.0,
+            "label_accepted": int(stats[LABEL_ACCEPTED]),
+            "label_rejected": int(stats[LABEL_REJECTED]),
+            "label_unchanged": int(stats[LABEL_UNCHANGED]),
+            "tables": {n: int(st.ad_m[i]) for i, n in enumerate(names)},
+            "customers": {n: int(st.ad_n[i]) for i, n in enumerate(names)},
+            "a": {n: float(st.ad_a[i]) for i, n in enumerate(names)},
+            "b": {n: float(st.ad_b[i]) for i, n in enumerate(names)},
+            "seconds": seconds,
+        }
+
+    # ------------------------------------------------------------------
+    def boundary_marks(self, seg_sym: int) -> np.ndarray:
+        marks = np.zeros(int(self.sent_ptr[-1]) + self.n_sentences, np.uint8)
+        corpus_marks(self.state, self.sent_ptr, seg_sym, marks)
+        return marks
+
+    def segmentation_keys(self, seg_sym: int) -> List[bytes]:
+        """One hashable key per sentence: its boundary marks."""
+        marks = self.boundary_marks(seg_sym)
+        ptr = self.sent_ptr
+        return [marks[ptr[d] + d: ptr[d + 1] + d + 1].tobytes() for d in range(self.n_sentences)]

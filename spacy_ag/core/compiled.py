@@ -1,0 +1,271 @@
+"""Grammar -> flat arrays for the kernels (ALGORITHMS.md 3.4).
+
+Chart symbols are the user's nonterminals, then one pseudo-nonterminal per
+terminal that appears inside a longer right-hand side (so every binary rule
+combines two chart items), then the intermediate symbols of left-to-right
+binarization with shared prefixes. Only user nonterminals ever appear in
+output trees; the kernels flatten the others away.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from ..grammar.rules import CORPUS_CLASS, Grammar, GrammarError
+
+KIND_USER, KIND_PSEUDO, KIND_INTERMEDIATE = 0, 1, 2
+
+GrammarArrays = namedtuple(
+    "GrammarArrays",
+    [
+        "n_nt",  # user nonterminals (ids 0..n_nt-1)
+        "n_sym",  # all chart symbols
+        "n_term",
+        "start",
+        # original rules
+        "rule_parent",
+        "rule_alpha",
+        "rule_theta",  # fixed probabilities w_r / sum over the parent's rules
+        "rule_child_ptr",
+        "rule_children",  # >= 0: nonterminal id; < 0: terminal -(t+1)
+        "nt_alpha_sum",
+        # symbols
+        "sym_kind",
+        "sym_adaptor",  # adaptor index or -1
+        "sym_bin",  # the single binary rule of an intermediate symbol
+        "pseudo_term",  # terminal of a pseudo symbol, else -1
+        "adaptor_nt",
+        "adaptor_order",  # adaptor indices top-down (general to specific)
+        # chart rules
+        "lex_ptr",
+        "lex_parent",
+        "lex_rule",
+        "un_parent",
+        "un_child",
+        "un_rule",
+        "un_ptr",  # unary rules grouped by parent: un_by_parent[un_ptr[X]:un_ptr[X+1]]
+        "un_by_parent",
+        "bin_parent",
+        "bin_left",
+        "bin_right",
+        "bin_rule",  # original rule id, or -1 for an intermediate rule (weight 1)
+        "bin_ptr",  # binary rules sorted by parent: bin rules of X are bin_ptr[X]:bin_ptr[X+1]
+    ],
+)
+
+
+class CompiledGrammar:
+    """The arrays of one grammar plus the names needed to read results back."""
+
+    def __init__(self, grammar: Grammar):
+        for rule in grammar.rules:
+            if rule.children == (CORPUS_CLASS,):
+                raise GrammarError(
+                    f"rule {rule.parent} --> {CORPUS_CLASS} is not expanded; give a corpus so "
+                    "its characters are known",
+                    grammar.path,
+                    rule.line or None,
+                )
+        self.grammar = grammar
+        self.nonterminals: List[str] = grammar.nonterminals
+        self.terminals: List[str] = grammar.terminals
+        self.nt_index: Dict[str, int] = {s: i for i, s in enumerate(self.nonterminals)}
+        self.term_index: Dict[str, int] = {t: i for i, t in enumerate(self.terminals)}
+        self.adapted: List[str] = [s for s in self.nonterminals if grammar.is_adapted(s)]
+        self.arrays, self.symbol_names, self.max_unary_chain = self._compile(grammar)
+
+    # ------------------------------------------------------------------
+    def _compile(self, g: Grammar):
+        nt_index, term_index = self.nt_index, self.term_index
+        n_nt, n_term = len(self.nonterminals), len(self.terminals)
+        names = list(self.nonterminals)
+        kinds = [KIND_USER] * n_nt
+        pseudo_term = [-1] * n_nt
+        sym_bin: List[int] = [-1] * n_nt
+
+        def new_symbol(name, kind, term=-1):
+            names.append(name)
+            kinds.append(kind)
+            pseudo_term.append(term)
+            sym_bin.append(-1)
+            return len(names) - 1
+
+        pseudo: Dict[int, int] = {}
+        prefix_sym: Dict[Tuple[int, ...], int] = {}
+        lex: List[Tuple[int, int, int]] = []  # (terminal, parent, rule)
+        unary: List[Tuple[int, int, int]] = []  # (parent, child, rule)
+        binary: List[Tuple[int, int, int, int]] = []  # (parent, left, right, rule)
+
+        rule_parent, rule_alpha, child_ptr, children = [], [], [0], []
+        for r, rule in enumerate(g.rules):
+            parent = nt_index[rule.parent]
+            rule_parent.append(parent)
+            rule_alpha.append(float(rule.weight))
+            for c in rule.children:
+                children.append(nt_index[c] if c in nt_index else -(term_index[c] + 1))
+            child_ptr.append(len(children))
+            if len(rule.children) == 1:
+                c = rule.children[0]
+                if c in nt_index:
+                    unary.append((parent, nt_index[c], r))
+                else:
+                    lex.append((term_index[c], parent, r))
+                continue
+            syms = []
+            for c in rule.children:
+                if c in nt_index:
+                    syms.append(nt_index[c])
+                else:
+                    t = term_index[c]
+                    if t not in pseudo:
+                        pseudo[t] = new_symbol(repr(c), KIND_PSEUDO, t)
+                        lex.append((t, pseudo[t], -1))
+                    syms.append(pseudo[t])
+            left = syms[0]
+            for h in range(2, len(syms)):
+                key = tuple(syms[:h])
+                if key not in prefix_sym:
+                    sym = new_symbol("<" + " ".join(names[s] for s in key) + ">", KIND_INTERMEDIATE)
+                    prefix_sym[key] = sym
+                    sym_bin[sym] = len(binary)
+                    binary.append((sym, left, syms[h - 1], -1))
+                left = prefix_sym[key]
+            binary.append((parent, left, syms[-1], r))
+
+        n_sym = len(names)
+        rule_parent_a = np.array(rule_parent, dtype=np.int32)
+        rule_alpha_a = np.array(rule_alpha, dtype=np.float64)
+        nt_alpha_sum = np.zeros(n_nt, dtype=np.float64)
+        np.add.at(nt_alpha_sum, rule_parent_a, rule_alpha_a)
+        rule_theta = rule_alpha_a / nt_alpha_sum[rule_parent_a]
+
+        # lexical rules grouped by terminal
+        lex.sort(key=lambda x: x[0])
+        lex_ptr = np.zeros(n_term + 1, dtype=np.int32)
+        for t, _, _ in lex:
+            lex_ptr[t + 1] += 1
+        lex_ptr = np.cumsum(lex_ptr).astype(np.int32)
+
+        unary, max_chain = self._closure_order(unary, n_sym, names, g)
+        un_ptr = np.zeros(n_sym + 1, dtype=np.int32)
+        for p, _, _ in unary:
+            un_ptr[p + 1] += 1
+        un_ptr = np.cumsum(un_ptr).astype(np.int32)
+        un_by_parent = np.array(
+            sorted(range(len(unary)), key=lambda q: (unary[q][0], q)), dtype=np.int32
+        )
+
+        # binary rules sorted by parent; remap sym_bin to the new positions
+        order = sorted(range(len(binary)), key=lambda q: (binary[q][0], q))
+        new_pos = {q: i for i, q in enumerate(order)}
+        binary_sorted = [binary[q] for q in order]
+        sym_bin = [new_pos[q] if q >= 0 else -1 for q in sym_bin]
+        bin_ptr = np.zeros(n_sym + 1, dtype=np.int32)
+        for p, _, _, _ in binary_sorted:
+            bin_ptr[p + 1] += 1
+        bin_ptr = np.cumsum(bin_ptr).astype(np.int32)
+
+        adaptor_nt = np.array([nt_index[s] for s in self.adapted], dtype=np.int32)
+        sym_adaptor = np.full(n_sym, -1, dtype=np.int32)
+        for i, s in enumerate(adaptor_nt):
+            sym_adaptor[s] = i
+
+        def col(rows, k, dtype=np.int32):
+            return np.array([row[k] for row in rows], dtype=dtype)
+
+        arrays = GrammarArrays(
+            n_nt=n_nt,
+            n_sym=n_sym,
+            n_term=n_term,
+            start=nt_index[g.start],
+            rule_parent=rule_parent_a,
+            rule_alpha=rule_alpha_a,
+            rule_theta=rule_theta,
+            rule_child_ptr=np.array(child_ptr, dtype=np.int32),
+            rule_children=np.array(children, dtype=np.int32),
+            nt_alpha_sum=nt_alpha_sum,
+            sym_kind=np.array(kinds, dtype=np.int8),
+            sym_adaptor=sym_adaptor,
+            sym_bin=np.array(sym_bin, dtype=np.int32),
+            pseudo_term=np.array(pseudo_term, dtype=np.int32),
+            adaptor_nt=adaptor_nt,
+            adaptor_order=self._adaptor_order(g, adaptor_nt),
+            lex_ptr=lex_ptr,
+            lex_parent=col(lex, 1),
+            lex_rule=col(lex, 2),
+            un_parent=col(unary, 0),
+            un_child=col(unary, 1),
+            un_rule=col(unary, 2),
+            un_ptr=un_ptr,
+            un_by_parent=un_by_parent,
+            bin_parent=col(binary_sorted, 0),
+            bin_left=col(binary_sorted, 1),
+            bin_right=col(binary_sorted, 2),
+            bin_rule=col(binary_sorted, 3),
+            bin_ptr=bin_ptr,
+        )
+        return arrays, names, max_chain
+
+    @staticmethod
+    def _closure_order(unary, n_sym, names, g):
+        """Sort unary rules children-first; also return the longest unary chain."""
+        below: Dict[int, List[int]] = {}
+        for p, c, _ in unary:
+            below.setdefault(p, []).append(c)
+        depth: Dict[int, int] = {}
+        visiting: List[int] = []
+
+        def visit(x):
+            if x in depth:
+                return depth[x]
+            if x in visiting:
+                cycle = visiting[visiting.index(x):] + [x]
+                raise GrammarError(
+                    "unary rules form a cycle: " + " -> ".join(names[s] for s in cycle)
+                    + "; break it so that the chart can close unary rules in one pass",
+                    g.path,
+                )
+            visiting.append(x)
+            d = 0
+            for c in below.get(x, []):
+                d = max(d, visit(c) + 1)
+            visiting.pop()
+            depth[x] = d
+            return d
+
+        for x in range(n_sym):
+            visit(x)
+        ordered = sorted(unary, key=lambda u: (depth[u[0]], u[2]))
+        return ordered, max(depth.values(), default=0)
+
+    def _adaptor_order(self, g: Grammar, adaptor_nt) -> np.ndarray:
+        """Adapted nonterminals top-down: A before B whenever B can occur below A."""
+        edges: Dict[str, set] = {}
+        for rule in g.rules:
+            edges.setdefault(rule.parent, set()).update(c for c in rule.children if c in self.nt_index)
+
+        def reachable_adapted(a):
+            seen, stack = set(), list(edges.get(a, ()))
+            while stack:
+                x = stack.pop()
+                if x not in seen:
+                    seen.add(x)
+                    stack.extend(edges.get(x, ()))
+            return sum(1 for x in seen if g.is_adapted(x))
+
+        counts = [reachable_adapted(self.nonterminals[s]) for s in adaptor_nt]
+        return np.array(sorted(range(len(adaptor_nt)), key=lambda i: (-counts[i], i)), dtype=np.int32)
+
+    # ------------------------------------------------------------------
+    def encode(self, terminals: Sequence[str]) -> np.ndarray:
+        """Terminal ids of a sentence; -1 for a symbol the grammar does not know."""
+        index = self.term_index
+        return np.array([index.get(t, -1) for t in terminals], dtype=np.int32)
+
+    def adaptor_params(self) -> Tuple[np.ndarray, np.ndarray]:
+        g = self.grammar
+        a = np.array([g.adaptors[s].a for s in self.adapted], dtype=np.float64)
+        b = np.array([g.adaptors[s].b for s in self.adapted], dtype=np.float64)
+        return a, b

@@ -1,0 +1,74 @@
+"""A tiny counter-free generator (xoshiro256**) whose state is a numpy array.
+
+numba's built-in generator is process-global and invisible to Python, so a
+checkpoint could not capture it. Keeping the four state words in an array
+makes every chain's stream explicit: it is saved, restored and derived from
+one seed (splitmix64), which is what bit-for-bit resume needs.
+"""
+import numpy as np
+from numba import njit
+
+_MASK = (1 << 64) - 1
+
+
+def _splitmix64(x: int):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x, z ^ (z >> 31)
+
+
+def make_rng(seed: int) -> np.ndarray:
+    """Four state words from an integer seed (never all zero)."""
+    x = int(seed) & _MASK
+    words = []
+    for _ in range(4):
+        x, z = _splitmix64(x)
+        words.append(z)
+    return np.array(words, dtype=np.uint64)
+
+
+@njit(cache=True, inline="always")
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(cache=True)
+def next_u64(s):
+    result = _rotl(s[1] * np.uint64(5), 7) * np.uint64(9)
+    t = s[1] << np.uint64(17)
+    s[2] ^= s[0]
+    s[3] ^= s[1]
+    s[1] ^= s[2]
+    s[0] ^= s[3]
+    s[2] ^= t
+    s[3] = _rotl(s[3], 45)
+    return result
+
+
+@njit(cache=True)
+def uniform(s):
+    """A double in [0, 1)."""
+    return float(next_u64(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def uniform_pos(s):
+    """A double in (0, 1), safe to take the log of."""
+    return (float(next_u64(s) >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def randint(s, n):
+    """An integer in [0, n)."""
+    return int(uniform(s) * n)
+
+
+@njit(cache=True)
+def shuffle(s, arr):
+    for i in range(arr.shape[0] - 1, 0, -1):
+        j = randint(s, i + 1)
+        tmp = arr[i]
+        arr[i] = arr[j]
+        arr[j] = tmp

@@ -1,0 +1,201 @@
+"""One MCMC sweep, initialization and table-label resampling, all in compiled code.
+
+Every kernel works through a range of sentences (or tables) and stops early,
+returning how far it got, when the pools might not hold the worst case of the
+next item; the Python driver grows the pools and calls again. Nothing else
+returns to Python inside a sweep.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from .analyses import add, fill_rho, free_tree, log_r, remove, same_analysis
+from .chart import inside, sample_tree
+from .rng import shuffle, uniform_pos
+from .state import OPEN, TAB_HWM, room_ok, yield_terms
+
+# stats slots
+ACCEPTED, REJECTED, UNCHANGED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED = 0, 1, 2, 3, 4, 5
+N_STATS = 8
+UNPARSEABLE = -1
+
+
+@njit(cache=True)
+def need_nodes(n, max_unary):
+    """Worst-case nodes of one analysis of n terminals (plus a label node per adapted node)."""
+    return 2 * (n + (2 * n) * (max_unary + 2)) + 8
+
+
+@njit(cache=True)
+def need_trie(n):
+    return n * (n + 1) // 2 + 1
+
+
+class Workspace:
+    """Scratch arrays sized for the longest sentence, reused across kernels."""
+
+    def __init__(self, compiled, max_len):
+        G = compiled.arrays
+        m = max_len + 1
+        self.max_len = max_len
+        self.rho = np.zeros(G.rule_parent.shape[0])
+        self.chart = np.zeros((m, m, G.n_sym))
+        self.scale = np.full((m, m), -np.inf)
+        self.ynode = np.full((m, m), -1, np.int32)
+        self.tasks = np.zeros((int(need_nodes(max_len, compiled.max_unary_chain)) + 8, 4), np.int32)
+        self.buf = np.zeros((m + 2, 3), np.int32)
+        self.terms = np.zeros(m, np.int32)
+
+
+@njit(cache=True)
+def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, tasks, buf,
+             stack, marked, stats):
+    old = S.sent_root[d]
+    lp_old = remove(G, S, old, collapsed, stack)
+    fill_rho(G, S, rho, collapsed, -1, inv_temp)
+    lr_old = log_r(G, S, old, rho, inv_temp, stack)
+    logz = inside(G, S, words, n, rho, chart, scale, ynode, G.start, -1, inv_temp)
+    if logz == -np.inf:
+        add(G, S, old, collapsed, stack)
+        return False
+    new, lr_new = sample_tree(G, S, words, n, rho, chart, scale, ynode, G.start, -1, inv_temp,
+                              S.rng, tasks, buf)
+    if same_analysis(S, new, old, stack, marked):
+        add(G, S, old, collapsed, stack)
+        free_tree(S, new, stack)
+        stats[UNCHANGED] += 1
+        return True
+    lp_new = add(G, S, new, collapsed, stack)
+    log_acc = inv_temp * (lp_new - lp_old) + (lr_old - lr_new)
+    if (not use_mh) or math.log(uniform_pos(S.rng)) < min(0.0, log_acc):
+        S.sent_root[d] = new
+        free_tree(S, old, stack)
+        stats[ACCEPTED] += 1
+    else:
+        remove(G, S, new, collapsed, stack)
+        add(G, S, old, collapsed, stack)
+        free_tree(S, new, stack)
+        stats[REJECTED] += 1
+    return True
+
+
+@njit(cache=True)
+def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_unary, rho, chart,
+          scale, ynode, tasks, buf, stats):
+    """Resample the sentences order[pos:]; return the next position, or -(d+1) if d fails."""
+    stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
+    marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
+    while pos < order.shape[0]:
+        d = order[pos]
+        n = sent_ptr[d + 1] - sent_ptr[d]
+        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), need_trie(n)):
+            return pos
+        w = words[sent_ptr[d]:sent_ptr[d + 1]]
+        if not _mh_step(G, S, w, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode,
+                        tasks, buf, stack, marked, stats):
+            return -(d + 1)
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_unary, rho, chart,
+               scale, ynode, tasks, buf):
+    """Sample a first analysis for order[pos:] (3.11).
+
+    Batch: every sentence is drawn from the base PCFG of the empty state and
+    nothing is added (call `add_all` afterwards). Incremental: each sentence
+    is drawn from G' of the state so far and added at once.
+    """
+    stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
+    if not incremental:
+        fill_rho(G, S, rho, collapsed, -1, 1.0)
+    while pos < order.shape[0]:
+        d = order[pos]
+        n = sent_ptr[d + 1] - sent_ptr[d]
+        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), need_trie(n)):
+            return pos
+        w = words[sent_ptr[d]:sent_ptr[d + 1]]
+        if incremental:
+            fill_rho(G, S, rho, collapsed, -1, 1.0)
+        logz = inside(G, S, w, n, rho, chart, scale, ynode, G.start, -1, 1.0)
+        if logz == -np.inf:
+            return -(d + 1)
+        root, _ = sample_tree(G, S, w, n, rho, chart, scale, ynode, G.start, -1, 1.0, S.rng, tasks, buf)
+        S.sent_root[d] = root
+        if incremental:
+            add(G, S, root, collapsed, stack)
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
+    """Add the stored first analyses (batch initialization): each adapted node opens a table."""
+    stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
+    while pos < order.shape[0]:
+        d = order[pos]
+        n = sent_ptr[d + 1] - sent_ptr[d]
+        if not room_ok(S, 0, need_nodes(n, max_unary), 0):
+            return pos
+        add(G, S, S.sent_root[d], collapsed, stack)
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def open_tables(S, ad, rng):
+    """The open tables of adaptor `ad` in a random order."""
+    count = 0
+    for k in range(S.counters[TAB_HWM]):
+        if S.tab_state[k] == OPEN and S.tab_adaptor[k] == ad:
+            count += 1
+    out = np.empty(count, np.int32)
+    count = 0
+    for k in range(S.counters[TAB_HWM]):
+        if S.tab_state[k] == OPEN and S.tab_adaptor[k] == ad:
+            out[count] = k
+            count += 1
+    shuffle(rng, out)
+    return out
+
+
+@njit(cache=True)
+def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
+                    tasks, buf, terms, stats):
+    """Table-label resampling (3.12) for tables[pos:]; return the next position."""
+    stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
+    marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
+    while pos < tables.shape[0]:
+        k = tables[pos]
+        n = yield_terms(S, S.tab_yield[k], terms)
+        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), need_trie(n)):
+            return pos
+        ad = S.tab_adaptor[k]
+        A = G.adaptor_nt[ad]
+        old = S.tab_label[k]
+        lp_old = remove(G, S, old, collapsed, stack)
+        fill_rho(G, S, rho, collapsed, ad, inv_temp)
+        lr_old = log_r(G, S, old, rho, inv_temp, stack)
+        inside(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp)
+        new, lr_new = sample_tree(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp, S.rng,
+                                  tasks, buf)
+        if same_analysis(S, new, old, stack, marked):
+            add(G, S, old, collapsed, stack)
+            free_tree(S, new, stack)
+            stats[LABEL_UNCHANGED] += 1
+        else:
+            lp_new = add(G, S, new, collapsed, stack)
+            log_acc = inv_temp * (lp_new - lp_old) + (lr_old - lr_new)
+            if math.log(uniform_pos(S.rng)) < min(0.0, log_acc):
+                S.tab_label[k] = new
+                free_tree(S, old, stack)
+                stats[LABEL_ACCEPTED] += 1
+            else:
+                remove(G, S, new, collapsed, stack)
+                add(G, S, old, collapsed, stack)
+                free_tree(S, new, stack)
+                stats[LABEL_REJECTED] += 1
+        pos += 1
+    return pos

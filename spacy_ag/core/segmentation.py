@@ -1,0 +1,74 @@
+"""Reading segmentations off analyses (ALGORITHMS.md 5.1).
+
+Words are the yields of the outermost nodes of the segmentation category;
+characters covered by no such node become one-character words. A
+segmentation is written as boundary marks: marks[p] = 1 when a word starts at
+p (marks[0] and marks[n] are always 1).
+"""
+import numpy as np
+from numba import njit
+
+from .state import TABLE, TERM
+
+
+@njit(cache=True)
+def mark_words(S, root, seg_sym, offset, marks, stack):
+    """Mark the word boundaries of the pool tree `root` laid at words[offset:]."""
+    pos = offset
+    inside = 0
+    stack[0] = root * 2
+    top = 1
+    while top > 0:
+        top -= 1
+        entry = stack[top]
+        x = entry >> 1
+        if entry & 1:  # leaving a segmentation node
+            inside -= 1
+            if inside == 0:
+                marks[pos] = 1
+            continue
+        kind = S.node_kind[x]
+        if kind == TERM:
+            if inside == 0:
+                marks[pos] = 1
+                marks[pos + 1] = 1
+            pos += 1
+            continue
+        if S.node_sym[x] == seg_sym:
+            if inside == 0:
+                marks[pos] = 1
+            inside += 1
+            stack[top] = x * 2 + 1
+            top += 1
+        if kind == TABLE:
+            stack[top] = S.tab_label[S.node_table[x]] * 2
+            top += 1
+            continue
+        first = top
+        c = S.node_child[x]
+        while c >= 0:
+            stack[top] = c * 2
+            top += 1
+            c = S.node_sib[c]
+        # reverse so that the leftmost child is popped first
+        a, b = first, top - 1
+        while a < b:
+            tmp = stack[a]
+            stack[a] = stack[b]
+            stack[b] = tmp
+            a += 1
+            b -= 1
+    return pos
+
+
+@njit(cache=True)
+def corpus_marks(S, sent_ptr, seg_sym, marks):
+    """Boundary marks of every sentence's current analysis.
+
+    marks has one slot per character plus one per sentence (its end).
+    """
+    stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int64)
+    marks[:] = 0
+    for d in range(sent_ptr.shape[0] - 1):
+        offset = sent_ptr[d] + d
+        mark_words(S, S.sent_root[d], seg_sym, offset, marks, stack)

@@ -1,0 +1,315 @@
+"""The sampler state as flat arrays: a node pool, tables, a yield trie, counts.
+
+Trees (the top part of every sentence's analysis and every table's label) live
+in one pool of nodes linked as first-child / next-sibling lists. An adapted
+node is a TABLE node pointing at a table; the table owns its label (a RULE
+node). A table whose last customer leaves is only marked CLOSED, keeping its
+label, so that a rejected Metropolis-Hastings proposal can reopen it: this is
+the New/Join bookkeeping of ALGORITHMS.md 3.7 without copying trees. Closed
+tables and dead nodes are freed once the step is decided.
+
+Table yields are nodes of a trie over terminal ids, stored in an
+open-addressing hash table keyed by (parent trie node, terminal). All open
+tables with one yield form a linked list, which gives the cache options of a
+span in O(1) once the span's trie node is known.
+
+Kernels never grow arrays: before each sentence they check the worst case it
+can need and hand control back to Python, which grows the arrays and resumes.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+TERM, RULE, TABLE = 0, 1, 2
+FREE, OPEN, CLOSED = 0, 1, 2
+
+# counters
+NODE_HWM, NODE_FREE, TAB_HWM, TAB_FREE, N_TRIE, HT_USED = 0, 1, 2, 3, 4, 5
+N_COUNTERS = 8
+
+State = namedtuple(
+    "State",
+    [
+        "node_kind", "node_sym", "node_rule", "node_table", "node_child", "node_sib", "node_aux",
+        "node_free",
+        "tab_adaptor", "tab_count", "tab_label", "tab_yield", "tab_state", "tab_next", "tab_prev",
+        "tab_free", "tab_mark",
+        "ht_key", "ht_val", "trie_parent", "trie_term", "trie_head",
+        "ad_m", "ad_n", "ad_a", "ad_b",
+        "f", "fA",
+        "sent_root",
+        "counters",
+        "rng",
+    ],
+)
+
+_GROUPS = {
+    "node": ["node_kind", "node_sym", "node_rule", "node_table", "node_child", "node_sib", "node_aux", "node_free"],
+    "tab": ["tab_adaptor", "tab_count", "tab_label", "tab_yield", "tab_state", "tab_next", "tab_prev",
+            "tab_free", "tab_mark"],
+    "trie": ["trie_parent", "trie_term", "trie_head"],
+}
+
+
+def new_state(n_rules, n_nt, n_adaptors, n_sentences, a, b, rng, node_cap=1024, tab_cap=256,
+              trie_cap=1024) -> State:
+    """An empty state: no analyses, no tables, a trie holding only its root."""
+    ht_cap = 1 << max(4, int(np.ceil(np.log2(trie_cap * 2))))
+    s = State(
+        node_kind=np.zeros(node_cap, np.int8),
+        node_sym=np.zeros(node_cap, np.int32),
+        node_rule=np.full(node_cap, -1, np.int32),
+        node_table=np.full(node_cap, -1, np.int32),
+        node_child=np.full(node_cap, -1, np.int32),
+        node_sib=np.full(node_cap, -1, np.int32),
+        node_aux=np.full(node_cap, -1, np.int32),
+        node_free=np.zeros(node_cap, np.int32),
+        tab_adaptor=np.zeros(tab_cap, np.int32),
+        tab_count=np.zeros(tab_cap, np.int64),
+        tab_label=np.full(tab_cap, -1, np.int32),
+        tab_yield=np.full(tab_cap, -1, np.int32),
+        tab_state=np.zeros(tab_cap, np.int8),
+        tab_next=np.full(tab_cap, -1, np.int32),
+        tab_prev=np.full(tab_cap, -1, np.int32),
+        tab_free=np.zeros(tab_cap, np.int32),
+        tab_mark=np.zeros(tab_cap, np.int8),
+        ht_key=np.full(ht_cap, -1, np.int64),
+        ht_val=np.full(ht_cap, -1, np.int32),
+        trie_parent=np.full(trie_cap, -1, np.int32),
+        trie_term=np.full(trie_cap, -1, np.int32),
+        trie_head=np.full(trie_cap, -1, np.int32),
+        ad_m=np.zeros(n_adaptors, np.int64),
+        ad_n=np.zeros(n_adaptors, np.int64),
+        ad_a=np.array(a, dtype=np.float64).copy(),
+        ad_b=np.array(b, dtype=np.float64).copy(),
+        f=np.zeros(n_rules, np.int64),
+        fA=np.zeros(n_nt, np.int64),
+        sent_root=np.full(n_sentences, -1, np.int32),
+        counters=np.zeros(N_COUNTERS, np.int64),
+        rng=np.array(rng, dtype=np.uint64).copy(),
+    )
+    s.counters[N_TRIE] = 1  # the root (empty yield)
+    return s
+
+
+def _grown(arr, new_len, fill):
+    out = np.full(new_len, fill, dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+_FILL = {"node_rule": -1, "node_table": -1, "node_child": -1, "node_sib": -1, "node_aux": -1,
+         "tab_label": -1, "tab_yield": -1, "tab_next": -1, "tab_prev": -1,
+         "trie_parent": -1, "trie_term": -1, "trie_head": -1}
+
+
+def grow(state: State, need_nodes: int, need_tables: int, need_trie: int, n_term: int) -> State:
+    """Double whichever pools cannot hold the requested worst case."""
+    changes = {}
+    c = state.counters
+    for group, need, used in (
+        ("node", need_nodes, c[NODE_HWM]),
+        ("tab", need_tables, c[TAB_HWM]),
+        ("trie", need_trie, c[N_TRIE]),
+    ):
+        cap = getattr(state, _GROUPS[group][0]).shape[0]
+        if used + need > cap:
+            new_cap = max(2 * cap, int(used + need) + 16)
+            for name in _GROUPS[group]:
+                changes[name] = _grown(getattr(state, name), new_cap, _FILL.get(name, 0))
+    state = state._replace(**changes)
+    ht_cap = state.ht_key.shape[0]
+    if 2 * (c[HT_USED] + need_trie) > ht_cap:
+        new_cap = ht_cap
+        while 2 * (c[HT_USED] + need_trie) > new_cap:
+            new_cap *= 2
+        keys = np.full(new_cap, -1, np.int64)
+        vals = np.full(new_cap, -1, np.int32)
+        rehash(state.ht_key, state.ht_val, keys, vals)
+        state = state._replace(ht_key=keys, ht_val=vals)
+    return state
+
+
+def has_room(state: State, need_nodes: int, need_tables: int, need_trie: int) -> bool:
+    return bool(room_ok(state, need_nodes, need_tables, need_trie))
+
+
+@njit(cache=True)
+def room_ok(S, need_nodes, need_tables, need_trie):
+    c = S.counters
+    if c[NODE_HWM] + need_nodes > S.node_kind.shape[0]:
+        return False
+    if c[TAB_HWM] + need_tables > S.tab_count.shape[0]:
+        return False
+    if c[N_TRIE] + need_trie > S.trie_parent.shape[0]:
+        return False
+    if 2 * (c[HT_USED] + need_trie) > S.ht_key.shape[0]:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------
+# allocation
+
+
+@njit(cache=True)
+def alloc_node(S, kind, sym, rule):
+    c = S.counters
+    if c[NODE_FREE] > 0:
+        c[NODE_FREE] -= 1
+        x = S.node_free[c[NODE_FREE]]
+    else:
+        x = c[NODE_HWM]
+        c[NODE_HWM] += 1
+    S.node_kind[x] = kind
+    S.node_sym[x] = sym
+    S.node_rule[x] = rule
+    S.node_table[x] = -1
+    S.node_child[x] = -1
+    S.node_sib[x] = -1
+    S.node_aux[x] = -1
+    return x
+
+
+@njit(cache=True)
+def free_node(S, x):
+    c = S.counters
+    S.node_free[c[NODE_FREE]] = x
+    c[NODE_FREE] += 1
+
+
+@njit(cache=True)
+def alloc_table(S):
+    c = S.counters
+    if c[TAB_FREE] > 0:
+        c[TAB_FREE] -= 1
+        return S.tab_free[c[TAB_FREE]]
+    k = c[TAB_HWM]
+    c[TAB_HWM] += 1
+    return k
+
+
+@njit(cache=True)
+def free_table(S, k):
+    c = S.counters
+    S.tab_state[k] = FREE
+    S.tab_count[k] = 0
+    S.tab_label[k] = -1
+    S.tab_free[c[TAB_FREE]] = k
+    c[TAB_FREE] += 1
+
+
+# ---------------------------------------------------------------------------
+# the yield trie
+
+
+@njit(cache=True, inline="always")
+def _slot(key, mask):
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64((h >> np.uint64(29)) & np.uint64(mask))
+
+
+@njit(cache=True)
+def trie_child(S, node, term, n_term):
+    """The trie node extending `node` by `term`, or -1."""
+    key = np.int64(node) * n_term + term
+    mask = S.ht_key.shape[0] - 1
+    i = _slot(key, mask)
+    while True:
+        k = S.ht_key[i]
+        if k == key:
+            return S.ht_val[i]
+        if k == -1:
+            return -1
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def trie_insert(S, node, term, n_term):
+    """The child of `node` by `term`, created if absent (room was checked by the caller)."""
+    key = np.int64(node) * n_term + term
+    mask = S.ht_key.shape[0] - 1
+    i = _slot(key, mask)
+    while True:
+        k = S.ht_key[i]
+        if k == key:
+            return S.ht_val[i]
+        if k == -1:
+            break
+        i = (i + 1) & mask
+    c = S.counters
+    child = c[N_TRIE]
+    c[N_TRIE] += 1
+    c[HT_USED] += 1
+    S.ht_key[i] = key
+    S.ht_val[i] = child
+    S.trie_parent[child] = node
+    S.trie_term[child] = term
+    S.trie_head[child] = -1
+    return child
+
+
+@njit(cache=True)
+def rehash(old_keys, old_vals, keys, vals):
+    mask = keys.shape[0] - 1
+    for j in range(old_keys.shape[0]):
+        key = old_keys[j]
+        if key == -1:
+            continue
+        i = _slot(key, mask)
+        while keys[i] != -1:
+            i = (i + 1) & mask
+        keys[i] = key
+        vals[i] = old_vals[j]
+
+
+@njit(cache=True)
+def yield_length(S, y):
+    n = 0
+    while y > 0:
+        n += 1
+        y = S.trie_parent[y]
+    return n
+
+
+@njit(cache=True)
+def yield_terms(S, y, out):
+    """Write the terminals of trie node `y` into out[:len]; return len."""
+    n = yield_length(S, y)
+    p = n
+    while y > 0:
+        p -= 1
+        out[p] = S.trie_term[y]
+        y = S.trie_parent[y]
+    return n
+
+
+# ---------------------------------------------------------------------------
+# tables in the yield lists
+
+
+@njit(cache=True)
+def link_table(S, k):
+    y = S.tab_yield[k]
+    head = S.trie_head[y]
+    S.tab_prev[k] = -1
+    S.tab_next[k] = head
+    if head >= 0:
+        S.tab_prev[head] = k
+    S.trie_head[y] = k
+
+
+@njit(cache=True)
+def unlink_table(S, k):
+    prev, nxt = S.tab_prev[k], S.tab_next[k]
+    if prev >= 0:
+        S.tab_next[prev] = nxt
+    else:
+        S.trie_head[S.tab_yield[k]] = nxt
+    if nxt >= 0:
+        S.tab_prev[nxt] = prev
+    S.tab_next[k] = -1
+    S.tab_prev[k] = -1

@@ -1,0 +1,276 @@
+"""Reading training text into sentences of terminals (ALGORITHMS.md §1.7.3).
+
+Two input modes exist because the two reference programs disagree on what a
+terminal is: py-cfg reads whitespace-separated tokens (``mode="tokens"``),
+while word segmentation wants every character to be a terminal and spaces to
+mean nothing (``mode="chars"``).  A gold file read with ``gold=True`` yields
+both the unsegmented training sentence and its gold words, so one file serves
+training and evaluation.
+
+Chinese text is split at punctuation before parsing (§5.2, §6): punctuation
+is a hard word boundary, so each run of other characters is parsed on its own
+(cheaper, since parsing is cubic in length) and each punctuation character
+becomes a one-character word.  `Corpus.pieces` records how a line was cut so
+that `Corpus.reassemble` can glue the chunk segmentations back into full lines
+for scoring against the gold file.
+
+Line numbers are 1-based source lines and survive skipped blank lines, so
+every error can point at the offending line of the user's file.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "DEFAULT_PUNCTUATION",
+    "Corpus",
+    "Piece",
+    "iter_lines",
+    "read_corpus",
+    "split_chunks",
+]
+
+#: Characters treated as hard word boundaries in Chinese (and mixed) text:
+#: ASCII punctuation, its full-width forms, and common CJK punctuation.
+DEFAULT_PUNCTUATION: frozenset = frozenset(
+    ".,;:?!\"'()[]{}-"
+    "．，；：？！＂＇（）［］｛｝－"
+    "。、“”‘’《》【】〈〉〔〕—…·「」『』"
+)
+
+MODES = ("chars", "tokens")
+
+
+class Piece(NamedTuple):
+    """One chunk of a source line.
+
+    ``boundary`` pieces are single split-at terminals that are never parsed
+    and always form a word of their own; other pieces are parsed as
+    ``Corpus.sentences[sentence]``.
+    """
+
+    terminals: Tuple[str, ...]
+    boundary: bool
+    sentence: int  # index into Corpus.sentences, -1 for boundary pieces
+
+
+@dataclass
+class Corpus:
+    """Sentences to parse, with enough bookkeeping to report and reassemble.
+
+    ``sentences[i]`` is a tuple of terminal strings and ``lines[i]`` its
+    1-based source line.  ``pieces[u]`` describes source line
+    ``utterance_lines[u]`` (blank lines are kept here as empty utterances so
+    that output written per utterance lines up with the input file).
+    ``gold_words[u]`` holds the gold words of utterance ``u`` when the corpus
+    was read with ``gold=True``.  Treat a Corpus as immutable once built: the
+    alphabet index is cached.
+    """
+
+    sentences: List[Tuple[str, ...]]
+    lines: List[int]
+    path: Optional[str] = None
+    mode: str = "chars"
+    pieces: Optional[List[List[Piece]]] = None
+    utterance_lines: Optional[List[int]] = None
+    gold_words: Optional[List[List[str]]] = None
+    _first_line: Optional[Dict[str, int]] = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.sentences) != len(self.lines):
+            raise ValueError(f"{len(self.sentences)} sentences but {len(self.lines)} line numbers")
+        if self.pieces is None:  # built by hand: one utterance per sentence
+            self.pieces = [[Piece(tuple(s), False, i)] for i, s in enumerate(self.sentences)]
+            self.utterance_lines = list(self.lines)
+        elif self.utterance_lines is None or len(self.utterance_lines) != len(self.pieces):
+            raise ValueError("pieces and utterance_lines must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def _index(self) -> Dict[str, int]:
+        if self._first_line is None:
+            first: Dict[str, int] = {}
+            for sentence, line in zip(self.sentences, self.lines):
+                for t in sentence:
+                    if t not in first:
+                        first[t] = line
+            self._first_line = first
+        return self._first_line
+
+    def alphabet(self) -> List[str]:
+        """Sorted distinct terminals of the parsed sentences.
+
+        Boundary pieces are excluded: they are never parsed, so the grammar
+        need not cover them (pre-terminal rules are generated from this list).
+        """
+        return sorted(self._index())
+
+    def first_line_of(self, terminal: str) -> Optional[int]:
+        """1-based source line where ``terminal`` first occurs (None if never).
+
+        Lets a grammar check say *where* an uncovered character is.
+        """
+        return self._index().get(terminal)
+
+    def reassemble(self, segmentations: Sequence[Sequence[str]]) -> List[List[str]]:
+        """Turn per-sentence word lists into per-utterance word lists.
+
+        ``segmentations[i]`` are the words predicted for ``sentences[i]``;
+        their concatenation must equal the sentence's terminals joined.
+        Boundary pieces become one-character words, blank lines become empty
+        utterances, so the result lines up with ``utterance_lines`` (and with
+        ``gold_words``).
+        """
+        if len(segmentations) != len(self.sentences):
+            raise ValueError(f"got {len(segmentations)} segmentations for {len(self.sentences)} sentences")
+        out: List[List[str]] = []
+        for pieces in self.pieces:
+            words: List[str] = []
+            for piece in pieces:
+                if piece.boundary:
+                    words.append("".join(piece.terminals))
+                    continue
+                seg = list(segmentations[piece.sentence])
+                want = "".join(piece.terminals)
+                if "".join(seg) != want:
+                    raise ValueError(
+                        f"{self.path or '<lines>'}:{self.lines[piece.sentence]}: segmentation "
+                        f"{' '.join(seg)!r} does not spell the sentence {want!r}")
+                words.extend(seg)
+            out.append(words)
+        return out
+
+
+def split_chunks(terminals, boundary_chars) -> List[Tuple[object, bool]]:
+    """Cut a string (or sequence of tokens) at hard boundaries.
+
+    Each maximal run of non-boundary items becomes one chunk ``(run, False)``;
+    each boundary item becomes its own chunk ``(item, True)``.  Chunks are
+    slices of the input (``str`` in, ``str`` pieces out), so joining all
+    chunks gives back the input exactly.
+    """
+    boundary = boundary_chars if isinstance(boundary_chars, (set, frozenset)) else frozenset(boundary_chars)
+    chunks: List[Tuple[object, bool]] = []
+    start = 0
+    for i, x in enumerate(terminals):
+        if x in boundary:
+            if start < i:
+                chunks.append((terminals[start:i], False))
+            chunks.append((terminals[i:i + 1], True))
+            start = i + 1
+    if start < len(terminals):
+        chunks.append((terminals[start:], False))
+    return chunks
+
+
+def iter_lines(path: Union[str, os.PathLike]) -> Iterator[Tuple[int, str]]:
+    """Stream ``(lineno, text)`` from a UTF-8 file, 1-based, without line ends.
+
+    Lines are split on LF only (a CR before it is dropped), so CRLF files
+    read like LF files and exotic Unicode line separators stay inside a line
+    rather than silently shifting line numbers.  A leading BOM is removed.
+    Decoding is per line so an error can name the line.
+    """
+    name = os.fspath(path)
+    try:
+        f = open(name, "rb")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"file not found: {name}") from None
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{name}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
+                ) from None
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield lineno, text
+
+
+def _numbered(path_or_lines) -> Tuple[Optional[str], Iterable[Tuple[int, str]]]:
+    if isinstance(path_or_lines, (str, os.PathLike)):
+        return os.fspath(path_or_lines), iter_lines(path_or_lines)
+
+    def gen():
+        for lineno, text in enumerate(path_or_lines, 1):
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield lineno, text
+
+    return None, gen()
+
+
+def read_corpus(
+    path_or_lines,
+    *,
+    mode: str = "chars",
+    gold: bool = False,
+    split_at: Optional[Iterable[str]] = None,
+    source: Optional[str] = None,
+) -> Corpus:
+    """Read training text (a file path, or an iterable of line strings).
+
+    ``mode="chars"``: every non-whitespace code point is a terminal.
+    ``mode="tokens"``: whitespace-separated tokens are terminals (py-cfg).
+    ``gold=True`` (chars mode only): lines are gold segmentations; the
+    sentence is the line without spaces and the words go to ``gold_words``.
+    ``split_at``: terminals that are hard boundaries (e.g.
+    `DEFAULT_PUNCTUATION`); see `split_chunks`.
+    ``source``: name used for ``Corpus.path`` and in errors (defaults to the
+    file path).
+
+    Blank lines are skipped for parsing (py-cfg would reject them) but kept
+    as empty utterances, so line numbers and output lines stay aligned.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown corpus mode {mode!r}; use one of {', '.join(MODES)}")
+    if gold and mode != "chars":
+        raise ValueError("gold=True needs mode='chars' (gold words are spelled by characters)")
+    boundary = frozenset(split_at) if split_at is not None else None
+    path, numbered = _numbered(path_or_lines)
+    if source is not None:
+        path = source
+
+    sentences: List[Tuple[str, ...]] = []
+    lines: List[int] = []
+    all_pieces: List[List[Piece]] = []
+    utterance_lines: List[int] = []
+    gold_words: Optional[List[List[str]]] = [] if gold else None
+
+    for lineno, text in numbered:
+        if mode == "tokens":
+            terminals = tuple(text.split())
+        else:
+            terminals = tuple(c for c in text if not c.isspace())
+        if gold_words is not None:
+            gold_words.append(text.split())
+        chunks = split_chunks(terminals, boundary) if boundary else ([(terminals, False)] if terminals else [])
+        pieces: List[Piece] = []
+        for chunk, is_boundary in chunks:
+            if is_boundary:
+                pieces.append(Piece(tuple(chunk), True, -1))
+            else:
+                pieces.append(Piece(tuple(chunk), False, len(sentences)))
+                sentences.append(tuple(chunk))
+                lines.append(lineno)
+        all_pieces.append(pieces)
+        utterance_lines.append(lineno)
+
+    return Corpus(
+        sentences=sentences,
+        lines=lines,
+        path=path,
+        mode=mode,
+        pieces=all_pieces,
+        utterance_lines=utterance_lines,
+        gold_words=gold_words,
+    )

@@ -1,0 +1,239 @@
+"""Word-segmentation scores exactly as ALGORITHMS.md §5.2 defines them.
+
+All scores are micro-averaged (counts summed over utterances, then divided)
+and F = 2PR/(P+R) with 0/0 = 0, so a run's numbers are comparable with the
+papers' and with wordseg's.  Reported:
+
+* ``token``: a predicted word is correct iff gold has the same span;
+* ``boundary`` (wordseg's boundary_noedge, the default): utterance-internal
+  boundaries only, because the edges are given by the input;
+* ``boundary_all``: the same with both utterance edges counted;
+* ``type``: the sets of distinct word strings over the whole corpus.
+
+``exclude`` drops single-character tokens made of the given characters from
+the token and type counts; Chinese results are reported with and without
+punctuation tokens because [ZBC14] does not say which it used (§5.2, §7).
+
+Run ``python -m spacy_ag.evaluation PRED GOLD`` to score two files.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .corpus import DEFAULT_PUNCTUATION, iter_lines
+
+__all__ = [
+    "evaluate_files",
+    "format_scores",
+    "read_segmented",
+    "segmentation_scores",
+    "spans_from_words",
+    "words_from_boundaries",
+]
+
+Utterance = Union[str, Sequence[str]]
+
+
+def spans_from_words(words: Sequence[str]) -> List[Tuple[int, int]]:
+    """Character spans ``(start, end)`` of consecutive words; they tile the utterance."""
+    spans = []
+    pos = 0
+    for w in words:
+        if not w:
+            raise ValueError(f"empty word in {list(words)!r}: a word must cover at least one character")
+        spans.append((pos, pos + len(w)))
+        pos += len(w)
+    return spans
+
+
+def words_from_boundaries(text: str, boundaries: Iterable[int]) -> List[str]:
+    """Cut ``text`` at the given character positions.
+
+    Positions 0 and ``len(text)`` (the edges) are accepted and ignored, so
+    both boundary conventions of §5.2 can be fed back in.
+    """
+    cuts = sorted(set(boundaries))
+    for b in cuts:
+        if not 0 <= b <= len(text):
+            raise ValueError(f"boundary {b} outside 0..{len(text)} of {text!r}")
+    edges = [0] + [b for b in cuts if 0 < b < len(text)] + [len(text)]
+    return [text[s:e] for s, e in zip(edges, edges[1:]) if s < e]
+
+
+def _words(utt: Utterance) -> List[str]:
+    # A bare string would otherwise be iterated character by character.
+    return utt.split() if isinstance(utt, str) else list(utt)
+
+
+def _prf(correct: int, n_pred: int, n_gold: int) -> Tuple[float, float, float]:
+    p = correct / n_pred if n_pred else 0.0
+    r = correct / n_gold if n_gold else 0.0
+    f = 2 * correct / (n_pred + n_gold) if n_pred + n_gold else 0.0
+    return p, r, f
+
+
+def segmentation_scores(
+    predicted: Sequence[Utterance],
+    gold: Sequence[Utterance],
+    *,
+    exclude: Optional[Iterable[str]] = None,
+) -> Dict[str, float]:
+    """Score predicted against gold segmentations (§5.2).
+
+    Both are sequences of utterances, each a sequence of words (a string is
+    split on whitespace).  An utterance's predicted words must spell the same
+    characters as its gold words; otherwise ValueError names the 1-based
+    utterance index.  ``exclude``: characters whose one-character tokens are
+    left out of the token and type counts (boundaries are unaffected).
+
+    Returns ``{token,boundary,boundary_all,type}_{p,r,f}`` plus the counts
+    ``n_utterances``, ``n_pred_tokens``, ``n_gold_tokens`` (after exclusion),
+    ``n_correct_tokens``, ``n_pred_types`` and ``n_gold_types``.
+    """
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predicted utterances but {len(gold)} gold utterances")
+    skip = frozenset(exclude or ())
+
+    def kept(word: str) -> bool:
+        return not (len(word) == 1 and word in skip)
+
+    tok = [0, 0, 0]  # correct, predicted, gold
+    bnd = [0, 0, 0]
+    bnd_all = [0, 0, 0]
+    lex_pred, lex_gold = set(), set()
+    for i, (p_utt, g_utt) in enumerate(zip(predicted, gold), 1):
+        p_words, g_words = _words(p_utt), _words(g_utt)
+        p_text, g_text = "".join(p_words), "".join(g_words)
+        if p_text != g_text:
+            raise ValueError(f"utterance {i}: predicted characters {p_text!r} differ from gold {g_text!r}")
+        p_spans = {s for s, w in zip(spans_from_words(p_words), p_words) if kept(w)}
+        g_spans = {s for s, w in zip(spans_from_words(g_words), g_words) if kept(w)}
+        tok[0] += len(p_spans & g_spans)
+        tok[1] += len(p_spans)
+        tok[2] += len(g_spans)
+
+        p_b = {s for s, _ in spans_from_words(p_words) if s > 0}
+        g_b = {s for s, _ in spans_from_words(g_words) if s > 0}
+        common = len(p_b & g_b)
+        bnd[0] += common
+        bnd[1] += len(p_b)
+        bnd[2] += len(g_b)
+        edges = 2 if g_text else 0  # an empty utterance has no edges to score
+        bnd_all[0] += common + edges
+        bnd_all[1] += len(p_b) + edges
+        bnd_all[2] += len(g_b) + edges
+
+        lex_pred.update(w for w in p_words if kept(w))
+        lex_gold.update(w for w in g_words if kept(w))
+
+    scores: Dict[str, float] = {}
+    type_counts = (len(lex_pred & lex_gold), len(lex_pred), len(lex_gold))
+    for name, counts in (("token", tok), ("boundary", bnd), ("boundary_all", bnd_all), ("type", type_counts)):
+        p, r, f = _prf(*counts)
+        scores[f"{name}_p"], scores[f"{name}_r"], scores[f"{name}_f"] = p, r, f
+    scores.update(
+        n_utterances=len(gold),
+        n_pred_tokens=tok[1],
+        n_gold_tokens=tok[2],
+        n_correct_tokens=tok[0],
+        n_pred_types=len(lex_pred),
+        n_gold_types=len(lex_gold),
+    )
+    return scores
+
+
+def format_scores(scores: Dict[str, float]) -> str:
+    """A small aligned P/R/F table (one row per metric) plus the counts."""
+    rows = ["token", "boundary", "boundary_all", "type"]
+    width = max(len(r) for r in rows)
+    out = [f"{'':<{width}}  {'P':>6}  {'R':>6}  {'F':>6}"]
+    for r in rows:
+        out.append(f"{r:<{width}}  " + "  ".join(f"{scores[f'{r}_{m}']:6.4f}" for m in "prf"))
+    if "n_utterances" in scores:
+        out.append(
+            f"utterances {scores['n_utterances']}, predicted tokens {scores['n_pred_tokens']}, "
+            f"gold tokens {scores['n_gold_tokens']}")
+    return "\n".join(out)
+
+
+def _read_numbered(path, sep: Optional[str], drop_empty: bool) -> Tuple[List[int], List[List[str]]]:
+    linenos, utts = [], []
+    for lineno, text in iter_lines(path):
+        words = text.split() if sep is None else [w for w in text.split(sep) if w]
+        if drop_empty and not words:
+            continue
+        linenos.append(lineno)
+        utts.append(words)
+    return linenos, utts
+
+
+def read_segmented(
+    path: Union[str, os.PathLike],
+    *,
+    sep: Optional[str] = None,
+    drop_empty: bool = False,
+) -> List[List[str]]:
+    """Read a segmented file: one utterance per line, words split on ``sep``.
+
+    With ``sep=None`` any run of Unicode whitespace separates words (so PKU's
+    two-space gold and U+3000 work); a BOM and CRLF line ends are handled by
+    `iter_lines`.  Blank lines become empty utterances so that utterance
+    ``k`` is line ``k``; ``drop_empty=True`` removes them instead.
+    """
+    return _read_numbered(path, sep, drop_empty)[1]
+
+
+def evaluate_files(
+    pred_path: Union[str, os.PathLike],
+    gold_path: Union[str, os.PathLike],
+    exclude: Optional[Iterable[str]] = None,
+    *,
+    sep: Optional[str] = None,
+    drop_empty: bool = False,
+) -> Dict[str, float]:
+    """Score a predicted segmentation file against a gold file, line by line.
+
+    Errors are one line naming file and line: differing utterance counts, or
+    an utterance whose characters differ.  ``drop_empty=True`` drops blank
+    lines from each file first, for outputs that skipped blank input lines.
+    """
+    p_lines, pred = _read_numbered(pred_path, sep, drop_empty)
+    g_lines, gold = _read_numbered(gold_path, sep, drop_empty)
+    pn, gn = os.fspath(pred_path), os.fspath(gold_path)
+    if len(pred) != len(gold):
+        what = "non-empty lines" if drop_empty else "lines"
+        raise ValueError(f"{pn} has {len(pred)} {what} but {gn} has {len(gold)}")
+    for pl, gl, p, g in zip(p_lines, g_lines, pred, gold):
+        if "".join(p) != "".join(g):
+            raise ValueError(
+                f"{pn}:{pl}: characters {''.join(p)!r} differ from {gn}:{gl}: {''.join(g)!r}")
+    return segmentation_scores(pred, gold, exclude=exclude)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Command line: print the score table of PRED against GOLD."""
+    ap = argparse.ArgumentParser(prog="python -m spacy_ag.evaluation", description=main.__doc__)
+    ap.add_argument("pred")
+    ap.add_argument("gold")
+    ap.add_argument("--drop-empty", action="store_true", help="ignore blank lines in both files")
+    ap.add_argument("--no-punct", action="store_true",
+                    help="also score with punctuation tokens excluded")
+    args = ap.parse_args(argv)
+    try:
+        scores = evaluate_files(args.pred, args.gold, drop_empty=args.drop_empty)
+        print(format_scores(scores))
+        if args.no_punct:
+            print("\nwithout punctuation tokens:")
+            print(format_scores(evaluate_files(
+                args.pred, args.gold, DEFAULT_PUNCTUATION, drop_empty=args.drop_empty)))
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
