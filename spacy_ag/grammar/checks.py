@@ -1,0 +1,326 @@
+"""Checks that a `Grammar` describes a model the samplers can use.
+
+The reader calls `validate` on every grammar it builds (structure); users call
+it again with their corpus (coverage), because a character that no rule can
+produce makes a sentence unparseable and should be reported before training
+rather than as a zero-probability parse hours later. Every failure is one
+`GrammarError` line: file, line, problem and fix (ALGORITHMS.md 1.5, 1.7, 3.4).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+
+from .rules import CORPUS_CLASS, Grammar, GrammarError, Rule
+
+MODES = ("chars", "tokens")
+_MAX_LISTED = 5
+
+
+def validate(
+    grammar: Grammar,
+    corpus_lines: Optional[Iterable[str]] = None,
+    corpus_path: Optional[str] = None,
+    *,
+    mode: str = "chars",
+) -> Grammar:
+    """Raise `GrammarError` for the first mistake found; return the grammar.
+
+    Without a corpus only the structure is checked. With `corpus_lines` and/or
+    `corpus_path` (lines are read from the path when not given; the path then
+    only names them in messages) every corpus terminal must be produced by
+    some rule. `mode` is "chars" (each non-whitespace code point is a
+    terminal) or "tokens" (whitespace-separated tokens).
+    """
+    check_structure(grammar)
+    if corpus_lines is not None or corpus_path is not None:
+        check_coverage(grammar, corpus_lines, corpus_path, mode=mode)
+    return grammar
+
+
+# --------------------------------------------------------------------- helpers
+
+
+def _fail(grammar: Grammar, message: str, rule: Optional[Rule] = None) -> GrammarError:
+    """Build the error for `message`, located at `rule` when there is one."""
+    path = (rule.source if rule is not None else None) or grammar.path or "<grammar>"
+    line = rule.line if rule is not None and rule.line > 0 else None
+    return GrammarError(message, path, line)
+
+
+def _first_rule(grammar: Grammar, symbol: str) -> Optional[Rule]:
+    return next((rule for rule in grammar.rules if rule.parent == symbol), None)
+
+
+def _listing(names: List[str]) -> str:
+    """A short comma list for messages, so they stay on one readable line."""
+    shown = ", ".join(names[:_MAX_LISTED])
+    return shown + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
+
+
+def _edges(grammar: Grammar, unary_only: bool = False) -> Dict[str, List[Tuple[str, Rule]]]:
+    """Parent -> [(child nonterminal, rule)], the graph the cycle checks walk."""
+    parents = set(grammar.nonterminals)
+    graph: Dict[str, List[Tuple[str, Rule]]] = {symbol: [] for symbol in parents}
+    for rule in grammar.rules:
+        if unary_only and len(rule.children) != 1:
+            continue
+        for child in dict.fromkeys(rule.children):
+            if child in parents:
+                graph[rule.parent].append((child, rule))
+    return graph
+
+
+def _cycle_through(graph: Dict[str, List[Tuple[str, Rule]]], start: str) -> Optional[List[Tuple[str, Rule]]]:
+    """Shortest path start -> ... -> start as [(symbol, rule used to leave it)]."""
+    previous: Dict[str, Tuple[str, Rule]] = {}
+    queue = deque([start])
+    while queue:
+        symbol = queue.popleft()
+        for child, rule in graph[symbol]:
+            if child == start:
+                path = [(symbol, rule)]
+                while path[0][0] != start:
+                    path.insert(0, previous[path[0][0]])
+                return path
+            if child not in previous:
+                previous[child] = (symbol, rule)
+                queue.append(child)
+    return None
+
+
+def _format_cycle(path: List[Tuple[str, Rule]]) -> str:
+    return " -> ".join([symbol for symbol, _ in path] + [path[0][0]])
+
+
+# ------------------------------------------------------------------- structure
+
+
+def check_structure(grammar: Grammar) -> None:
+    """The load-time checks of ALGORITHMS.md 1.5 and 3.4, in the order that
+    gives the most specific message first."""
+    _check_symbols(grammar)
+    _check_rules(grammar)
+    _check_adaptors(grammar)
+    _check_reachable(grammar)
+    _check_productive(grammar)
+    _check_adapted_recursion(grammar)
+    _check_unary_cycles(grammar)
+
+
+def _check_symbols(grammar: Grammar) -> None:
+    if not grammar.rules:
+        raise _fail(grammar, "the grammar has no rules; add rules such as `1 1 Sentence --> Word`")
+    parents = {rule.parent for rule in grammar.rules}
+    if grammar.start not in parents:
+        raise _fail(
+            grammar,
+            f"unknown symbol: the start symbol {grammar.start!r} has no rules; "
+            f"use one of {_listing(sorted(parents))} or add rules for it",
+        )
+    if CORPUS_CLASS in parents:
+        raise _fail(grammar, f"{CORPUS_CLASS} cannot be a parent; it only stands for the corpus characters "
+                    "on a right-hand side", _first_rule(grammar, CORPUS_CLASS))
+
+
+def _check_rules(grammar: Grammar) -> None:
+    for rule in grammar.rules:
+        if not rule.children:
+            raise _fail(grammar, f"empty right-hand side for {rule.parent}; write at least one symbol "
+                        "after --> or delete the rule", rule)
+        if CORPUS_CLASS in rule.children and len(rule.children) > 1:
+            raise _fail(grammar, f"{CORPUS_CLASS} must be the whole right-hand side "
+                        f"(e.g. `1 1 Char --> {CORPUS_CLASS}`); move it to a rule of its own", rule)
+        if not (math.isfinite(rule.weight) and rule.weight > 0):
+            raise _fail(grammar, f"rule weight {rule.weight!r} of {rule.parent} must be a positive number", rule)
+
+
+def _check_adaptors(grammar: Grammar) -> None:
+    parents = set(grammar.nonterminals)
+    for symbol, adaptor in grammar.adaptors.items():
+        if symbol not in parents:
+            raise _fail(grammar, f"unknown symbol {symbol!r} is adapted but has no rules; "
+                        "add its rules or remove its adaptor")
+        rule = _first_rule(grammar, symbol)
+        if not 0.0 <= adaptor.a < 1.0:
+            raise _fail(grammar, f"discount a={adaptor.a!r} of adapted {symbol} must be in [0, 1) "
+                        "(a = 1 means unadapted)", rule)
+        if not (math.isfinite(adaptor.b) and adaptor.b > 0):
+            raise _fail(grammar, f"concentration b={adaptor.b!r} of adapted {symbol} must be > 0", rule)
+
+
+def _check_reachable(grammar: Grammar) -> None:
+    graph = _edges(grammar)
+    seen: Set[str] = {grammar.start}
+    queue = deque([grammar.start])
+    while queue:
+        for child, _ in graph[queue.popleft()]:
+            if child not in seen:
+                seen.add(child)
+                queue.append(child)
+    unreachable = [symbol for symbol in grammar.nonterminals if symbol not in seen]
+    if unreachable:
+        symbol = unreachable[0]
+        also = f" (also unreachable: {_listing(unreachable[1:])})" if len(unreachable) > 1 else ""
+        raise _fail(
+            grammar,
+            f"nonterminal {symbol} is not reachable from the start symbol {grammar.start}{also}; "
+            f"use it on a right-hand side or delete its rules",
+            _first_rule(grammar, symbol),
+        )
+
+
+def _check_productive(grammar: Grammar) -> None:
+    parents = set(grammar.nonterminals)
+    productive: Set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in grammar.rules:
+            if rule.parent not in productive and all(
+                child in productive or child not in parents for child in rule.children
+            ):
+                productive.add(rule.parent)
+                changed = True
+    dead = [symbol for symbol in grammar.nonterminals if symbol not in productive]
+    if dead:
+        symbol = dead[0]
+        also = f" (nor do {_listing(dead[1:])})" if len(dead) > 1 else ""
+        raise _fail(
+            grammar,
+            f"nonterminal {symbol} derives no terminal string{also}: every rule of it uses a nonterminal "
+            f"that never ends; add a non-recursive rule such as `1 1 {symbol} --> x`",
+            _first_rule(grammar, symbol),
+        )
+
+
+def _check_adapted_recursion(grammar: Grammar) -> None:
+    graph = _edges(grammar)
+    for symbol in grammar.nonterminals:
+        if not grammar.is_adapted(symbol):
+            continue
+        cycle = _cycle_through(graph, symbol)
+        if cycle:
+            raise _fail(
+                grammar,
+                f"adapted nonterminal {symbol} is recursive: {_format_cycle(cycle)}; an adapted nonterminal "
+                f"may not occur below itself, so recurse through an unadapted helper "
+                f"(e.g. `1 1 Chars --> Char Chars`) or mark {symbol} unadapted with a = 1",
+                cycle[0][1],
+            )
+
+
+def _check_unary_cycles(grammar: Grammar) -> None:
+    graph = _edges(grammar, unary_only=True)
+    for symbol in grammar.nonterminals:
+        cycle = _cycle_through(graph, symbol)
+        if cycle:
+            lines = ", ".join(str(rule.line) for _, rule in cycle if rule.line)
+            where = f" (lines {lines})" if lines else ""
+            raise _fail(
+                grammar,
+                f"unary rules form a cycle: {_format_cycle(cycle)}{where}; the parser needs unary rules "
+                f"without cycles, so remove one of these rules",
+                cycle[0][1],
+            )
+
+
+# -------------------------------------------------------------------- corpus
+
+
+def corpus_terminals(text: str, mode: str = "chars") -> List[str]:
+    """The terminals of one corpus line: code points ("chars") or tokens."""
+    if mode == "chars":
+        return [char for char in text if not char.isspace()]
+    if mode == "tokens":
+        return text.split()
+    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+def corpus_alphabet(lines: Iterable[str], mode: str = "chars") -> List[str]:
+    """Distinct terminals of a corpus, sorted, for `[:corpus:]` expansion."""
+    found: Set[str] = set()
+    for text in lines:
+        found.update(corpus_terminals(text, mode))
+    return sorted(found)
+
+
+def has_corpus_class(grammar: Grammar) -> bool:
+    return any(rule.children == (CORPUS_CLASS,) for rule in grammar.rules)
+
+
+def require_expanded(grammar: Grammar) -> Grammar:
+    """Refuse a grammar whose `[:corpus:]` rules were never expanded.
+
+    Training code calls this before compiling: the class only means something
+    once the corpus alphabet is known.
+    """
+    rule = next((r for r in grammar.rules if CORPUS_CLASS in r.children), None)
+    if rule is not None:
+        raise _fail(
+            grammar,
+            f"{rule.parent} --> {CORPUS_CLASS} needs the corpus alphabet; pass the training corpus "
+            f"(or read_grammar(..., alphabet=...) / expand_corpus_class(grammar, alphabet))",
+            rule,
+        )
+    return grammar
+
+
+def _read_corpus(corpus_lines: Optional[Iterable[str]], corpus_path: Optional[str]) -> Iterator[str]:
+    if corpus_lines is not None:
+        return iter(corpus_lines)
+    if corpus_path is None:
+        raise ValueError("give corpus_lines or corpus_path")
+    try:
+        with open(corpus_path, encoding="utf-8-sig") as handle:
+            return iter(handle.read().split("\n"))
+    except OSError as error:
+        raise GrammarError(f"cannot read the corpus: {error.strerror}", corpus_path) from None
+
+
+def _lexical_parent(grammar: Grammar) -> str:
+    """The parent with most single-terminal rules (Char, Phoneme), for hints."""
+    parents = set(grammar.nonterminals)
+    counts: Dict[str, int] = {}
+    for rule in grammar.rules:
+        if len(rule.children) == 1 and rule.children[0] not in parents:
+            counts[rule.parent] = counts.get(rule.parent, 0) + 1
+    return max(counts, key=counts.get) if counts else "Char"
+
+
+def _describe_terminal(terminal: str, mode: str) -> str:
+    if mode == "chars":
+        return f"character {terminal!r} (U+{ord(terminal):04X})"
+    return f"token {terminal!r}"
+
+
+def check_coverage(
+    grammar: Grammar,
+    corpus_lines: Optional[Iterable[str]] = None,
+    corpus_path: Optional[str] = None,
+    *,
+    mode: str = "chars",
+) -> None:
+    """Every terminal of the corpus must be produced by some rule."""
+    lines = _read_corpus(corpus_lines, corpus_path)
+    if has_corpus_class(grammar):
+        return
+    known = set(grammar.terminals)
+    missing: Dict[str, int] = {}
+    for number, text in enumerate(lines, 1):
+        for terminal in corpus_terminals(text.rstrip("\r\n"), mode):
+            if terminal not in known and terminal not in missing:
+                missing[terminal] = number
+    if not missing:
+        return
+    terminal, number = next(iter(missing.items()))
+    parent = _lexical_parent(grammar)
+    others = [repr(t) for t in list(missing)[1:]]
+    also = f" ({len(others)} more uncovered: {_listing(others)})" if others else ""
+    raise GrammarError(
+        f"{_describe_terminal(terminal, mode)} is produced by no rule of {grammar.path or 'the grammar'}"
+        f"{also}; add a rule such as `1 1 {parent} --> {terminal}` or `1 1 {parent} --> {CORPUS_CLASS}`",
+        corpus_path or "<corpus>",
+        number,
+    )
