@@ -312,15 +312,19 @@ def check_coverage(
         for terminal in corpus_terminals(text.rstrip("\r\n"), mode):
             if terminal not in known and terminal not in missing:
                 missing[terminal] = number
-    if not missing:
-        return
+    if missing:
+        raise uncovered_error(grammar, missing, corpus_path or "<corpus>", mode)
+
+
+def uncovered_error(grammar: Grammar, missing: Dict[str, int], source: str, mode: str) -> GrammarError:
+    """The one-line error for corpus terminals that no rule produces (first one named)."""
     terminal, number = next(iter(missing.items()))
     parent = _lexical_parent(grammar)
     others = [repr(t) for t in list(missing)[1:]]
     also = f" ({len(others)} more uncovered: {_listing(others)})" if others else ""
-    raise GrammarError(
+    return GrammarError(
         f"{_describe_terminal(terminal, mode)} is produced by no rule of {grammar.path or 'the grammar'}"
         f"{also}; add a rule such as `1 1 {parent} --> {terminal}` or `1 1 {parent} --> {CORPUS_CLASS}`",
-        corpus_path or "<corpus>",
+        source,
         number,
     )

@@ -1,0 +1,245 @@
+"""Most probable analysis of new text under a trained state (Viterbi over G').
+
+Parsing new text never changes the state: the best derivation may reuse a
+cached table (whose label is then read from the pool) or build an adapted
+node from the base rules, exactly as G' allows. The chart is in log space,
+so length never underflows. Results come back as a flat preorder list of
+items; a segmentation can be read off inside compiled code for speed.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from .analyses import table_weight
+from .chart import span_yields
+from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO
+from .segmentation import mark_words
+
+NEG_INF = -np.inf
+
+ITEM_TERM, ITEM_RULE, ITEM_TABLE = 0, 1, 2
+
+
+@njit(cache=True)
+def viterbi_chart(G, S, words, n, lrho, vchart, ynode):
+    """Fill vchart[i, j, X] = best log weight; return the best log weight of the start symbol."""
+    n_bin = G.bin_parent.shape[0]
+    span_yields(S, words, n, G.n_term, ynode)
+    for length in range(1, n + 1):
+        for i in range(0, n - length + 1):
+            j = i + length
+            cell = vchart[i, j]
+            cell[:] = NEG_INF
+            if length == 1:
+                t = words[i]
+                if t >= 0:
+                    for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
+                        r = G.lex_rule[q]
+                        v = 0.0 if r < 0 else lrho[r]
+                        X = G.lex_parent[q]
+                        if v > cell[X]:
+                            cell[X] = v
+            else:
+                for s in range(i + 1, j):
+                    left = vchart[i, s]
+                    right = vchart[s, j]
+                    for q in range(n_bin):
+                        lv = left[G.bin_left[q]]
+                        if lv == NEG_INF:
+                            continue
+                        rv = right[G.bin_right[q]]
+                        if rv == NEG_INF:
+                            continue
+                        r = G.bin_rule[q]
+                        v = (0.0 if r < 0 else lrho[r]) + lv + rv
+                        X = G.bin_parent[q]
+                        if v > cell[X]:
+                            cell[X] = v
+            y = ynode[i, j]
+            if y >= 0:
+                k = S.trie_head[y]
+                while k >= 0:
+                    X = G.adaptor_nt[S.tab_adaptor[k]]
+                    v = math.log(table_weight(S, k))
+                    if v > cell[X]:
+                        cell[X] = v
+                    k = S.tab_next[k]
+            for q in range(G.un_parent.shape[0]):
+                c = cell[G.un_child[q]]
+                if c == NEG_INF:
+                    continue
+                v = lrho[G.un_rule[q]] + c
+                X = G.un_parent[q]
+                if v > cell[X]:
+                    cell[X] = v
+    return vchart[0, n, G.start]
+
+
+@njit(cache=True)
+def _best_option(G, S, words, lrho, vchart, ynode, X, i, j):
+    """Re-find the option that gave vchart[i, j, X]: (kind, index, split)."""
+    target = vchart[i, j, X]
+    tol = 1e-9 * max(1.0, abs(target))
+    ad = G.sym_adaptor[X]
+    if ad >= 0 and ynode[i, j] >= 0:
+        k = S.trie_head[ynode[i, j]]
+        while k >= 0:
+            if S.tab_adaptor[k] == ad and abs(math.log(table_weight(S, k)) - target) <= tol:
+                return 0, k, -1
+            k = S.tab_next[k]
+    for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
+        q = G.un_by_parent[p]
+        if abs(lrho[G.un_rule[q]] + vchart[i, j, G.un_child[q]] - target) <= tol:
+            return 1, q, -1
+    if j - i == 1 and words[i] >= 0:
+        t = words[i]
+        for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
+            r = G.lex_rule[q]
+            if G.lex_parent[q] == X and abs((0.0 if r < 0 else lrho[r]) - target) <= tol:
+                return 2, q, -1
+    for q in range(G.bin_ptr[X], G.bin_ptr[X + 1]):
+        r = G.bin_rule[q]
+        lw = 0.0 if r < 0 else lrho[r]
+        for s in range(i + 1, j):
+            v = lw + vchart[i, s, G.bin_left[q]] + vchart[s, j, G.bin_right[q]]
+            if abs(v - target) <= tol:
+                return 3, q, s
+    return -1, -1, -1
+
+
+@njit(cache=True)
+def viterbi_items(G, S, words, n, lrho, vchart, ynode, items, tasks):
+    """Trace the best parse back into items[:, (kind, sym, rule/table/terminal, i, j, parent)].
+
+    Returns the number of items (preorder), or -1 if there is no parse.
+    Intermediate and pseudo symbols are flattened away.
+    """
+    if vchart[0, n, G.start] == NEG_INF:
+        return -1
+    n_items = 0
+    tasks[0, 0] = G.start
+    tasks[0, 1] = 0
+    tasks[0, 2] = n
+    tasks[0, 3] = -1
+    n_tasks = 1
+    while n_tasks > 0:
+        n_tasks -= 1
+        X, i, j, parent = tasks[n_tasks, 0], tasks[n_tasks, 1], tasks[n_tasks, 2], tasks[n_tasks, 3]
+        me = n_items
+        n_items += 1
+        items[me, 1] = X
+        items[me, 3] = i
+        items[me, 4] = j
+        items[me, 5] = parent
+        if G.sym_kind[X] == KIND_PSEUDO:
+            items[me, 0] = ITEM_TERM
+            items[me, 2] = words[i]
+            continue
+        kind, q, s = _best_option(G, S, words, lrho, vchart, ynode, X, i, j)
+        if kind == 0:
+            items[me, 0] = ITEM_TABLE
+            items[me, 2] = q
+            continue
+        items[me, 0] = ITEM_RULE
+        if kind == 1:
+            items[me, 2] = G.un_rule[q]
+            n_tasks = _push(tasks, n_tasks, G.un_child[q], i, j, me)
+        elif kind == 2:
+            items[me, 2] = G.lex_rule[q]
+            items[n_items, 0] = ITEM_TERM
+            items[n_items, 1] = -1
+            items[n_items, 2] = words[i]
+            items[n_items, 3] = i
+            items[n_items, 4] = j
+            items[n_items, 5] = me
+            n_items += 1
+        else:
+            # children are found right to left, and pushed so: the leftmost pops first
+            items[me, 2] = G.bin_rule[q]
+            n_tasks = _push(tasks, n_tasks, G.bin_right[q], s, j, me)
+            cur = G.bin_left[q]
+            end = s
+            while G.sym_kind[cur] == KIND_INTERMEDIATE:
+                q2 = G.sym_bin[cur]
+                L2, R2 = G.bin_left[q2], G.bin_right[q2]
+                target = vchart[i, end, cur]
+                tol = 1e-9 * max(1.0, abs(target))
+                s2 = -1
+                for s3 in range(i + 1, end):
+                    if abs(vchart[i, s3, L2] + vchart[s3, end, R2] - target) <= tol:
+                        s2 = s3
+                        break
+                n_tasks = _push(tasks, n_tasks, R2, s2, end, me)
+                cur = L2
+                end = s2
+            n_tasks = _push(tasks, n_tasks, cur, i, end, me)
+    return n_items
+
+
+@njit(cache=True, inline="always")
+def _push(tasks, n_tasks, sym, i, j, parent):
+    tasks[n_tasks, 0] = sym
+    tasks[n_tasks, 1] = i
+    tasks[n_tasks, 2] = j
+    tasks[n_tasks, 3] = parent
+    return n_tasks + 1
+
+
+@njit(cache=True)
+def log_rho(G, S, lrho, collapsed):
+    """log theta' of every rule under the full trained state."""
+    n_ad = S.ad_m.shape[0]
+    for r in range(lrho.shape[0]):
+        A = G.rule_parent[r]
+        if collapsed:
+            th = (S.f[r] + G.rule_alpha[r]) / (S.fA[A] + G.nt_alpha_sum[A])
+        else:
+            th = G.rule_theta[r]
+        lw = math.log(th)
+        ad = G.sym_adaptor[A]
+        if ad >= 0:
+            lw += math.log((S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad]))
+        lrho[r] = lw
+
+
+@njit(cache=True)
+def segment_batch(G, S, words, ptr, lrho, seg_sym, marks, scores):
+    """Most probable segmentation of many texts in one call.
+
+    marks gets one slot per terminal plus one per text (as corpus_marks);
+    scores[d] is the best log weight of text d (-inf: no parse, marks left 0).
+    """
+    max_n = 1
+    for d in range(ptr.shape[0] - 1):
+        max_n = max(max_n, ptr[d + 1] - ptr[d])
+    vchart = np.empty((max_n + 1, max_n + 1, G.n_sym))
+    ynode = np.full((max_n + 1, max_n + 1), -1, np.int32)
+    items = np.empty((8 * max_n * (G.n_sym + 2) + 8, 6), np.int64)
+    tasks = np.empty((8 * max_n * (G.n_sym + 2) + 8, 4), np.int64)
+    stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int64)
+    for d in range(ptr.shape[0] - 1):
+        n = ptr[d + 1] - ptr[d]
+        offset = ptr[d] + d
+        w = words[ptr[d]:ptr[d + 1]]
+        scores[d] = viterbi_chart(G, S, w, n, lrho, vchart, ynode)
+        if scores[d] == NEG_INF:
+            continue
+        n_items = viterbi_items(G, S, w, n, lrho, vchart, ynode, items, tasks)
+        marks[offset] = 1
+        marks[offset + n] = 1
+        covered_to = 0
+        for it in range(n_items):
+            i = items[it, 3]
+            if i < covered_to:  # inside a word already marked
+                continue
+            kind = items[it, 0]
+            j = items[it, 4]
+            if items[it, 1] == seg_sym or kind == ITEM_TERM:
+                marks[offset + i] = 1
+                marks[offset + j] = 1
+                covered_to = j
+            elif kind == ITEM_TABLE:
+                mark_words(S, S.tab_label[items[it, 2]], seg_sym, offset + i, marks, stack)
+                covered_to = j
+    return 0
