@@ -92,18 +92,20 @@ class AdaptorGrammar:
             chains: int = 1, seed: int = 0, burn_in: Optional[int] = None, sample_every: int = 10,
             callback: Optional[TraceCallback] = None, checkpoint_dir: Optional[PathLike] = None,
             checkpoint_every: int = 50, resume: bool = False, workers: int = 0,
-            gold: Optional[Sequence[Sequence[str]]] = None, eval_every: int = 0) -> "AdaptorGrammar":
+            gold: Optional[Sequence[Sequence[str]]] = None, eval_every: int = 0,
+            eval_at: Sequence[int] = ()) -> "AdaptorGrammar":
         """Train by MCMC; keep samples for maximum-marginal decoding (3.15).
 
         `gold`, one word list per corpus sentence, adds `token_f` to the trace
-        every `eval_every` iterations. With `checkpoint_dir`, every chain writes
-        a checkpoint there; `resume=True` continues from them.
+        every `eval_every` iterations and at the iterations `eval_at`. With
+        `checkpoint_dir`, every chain writes a checkpoint there; `resume=True`
+        continues from them.
         """
         corpus = self.read_corpus(corpus)
         compiled = self._prepare(corpus)
         training = TrainingSettings(iterations=iterations, chains=chains, seed=seed, burn_in=burn_in,
                                     sample_every=sample_every, checkpoint_every=checkpoint_every,
-                                    eval_every=eval_every, workers=workers)
+                                    eval_every=eval_every, eval_at=tuple(eval_at), workers=workers)
         words, sent_ptr = pack_corpus(compiled, corpus.sentences)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
         seg_sym = compiled.nt_index[self.segment_category]
@@ -149,7 +151,7 @@ class AdaptorGrammar:
 
     def _terminals(self, text) -> List[str]:
         if isinstance(text, str):
-            return list(text.split()) if self.mode == "tokens" else list(text)
+            return text.split() if self.mode == "tokens" else [c for c in text if not c.isspace()]
         return list(text)
 
     def segment(self, texts: Iterable, category: Optional[str] = None) -> List[List[str]]:
@@ -162,7 +164,8 @@ class AdaptorGrammar:
         self._require_state()
         compiled = self.compiled
         seg_sym = compiled.nt_index[category or self.segment_category]
-        texts = [self._terminals(t) for t in texts]
+        texts = [list(t) if isinstance(t, str) and self.mode == "chars" else self._terminals(t)
+                 for t in texts]
         chunks, plan = [], []
         for terms in texts:
             pieces, current = [], []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 import os
 import tempfile
 from pathlib import Path
@@ -74,7 +75,7 @@ def read_npz(path: Path, kind: str) -> Tuple[Dict[str, np.ndarray], Dict[str, An
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
         meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
-    except (OSError, ValueError, KeyError, EOFError) as err:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
         raise ModelFileError(f"{path}: damaged or not a spacy-ag {kind} file ({err}); "
                              "retrain or restore it from a backup") from None
     version = meta.get("format_version")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -34,7 +36,11 @@ class TrainingSettings:
     sample_every: int = 10
     checkpoint_every: int = 50
     eval_every: int = 0  # score against gold every N iterations (0: never)
+    eval_at: Tuple[int, ...] = ()  # ... and at these iterations
     workers: int = 0  # processes for chains (0: one per chain, at most the cores)
+
+    def evaluates(self, iteration: int) -> bool:
+        return bool(self.eval_every and iteration % self.eval_every == 0) or iteration in self.eval_at
 
     def keeps_sample(self, iteration: int) -> bool:
         burn_in = self.iterations // 2 if self.burn_in is None else self.burn_in
@@ -123,6 +129,33 @@ class TrainingInterrupted(KeyboardInterrupt):
     pass
 
 
+class _StopRequest:
+    """Turns the first Ctrl-C into a request honoured between iterations.
+
+    A signal landing inside a sweep would otherwise leave a half-done
+    iteration in the checkpoint; a second Ctrl-C stops at once.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+
 def _load_checkpoint(job: ChainJob):
     arrays, meta = read_npz(Path(job.checkpoint), "checkpoint")
     if meta["fingerprint"] != job.fingerprint:
@@ -155,23 +188,8 @@ def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None) ->
     if state is None:
         chain.initialize()
     try:
-        while chain.iteration < t.iterations:
-            line = chain.step()
-            line["chain"] = job.chain_index
-            it = chain.iteration
-            keep = t.keeps_sample(it)
-            evaluate = job.gold is not None and t.eval_every and it % t.eval_every == 0
-            if keep or evaluate:
-                keys = chain.segmentation_keys(job.seg_sym)
-                if keep:
-                    marginals.add(keys)
-                if evaluate:
-                    line["token_f"] = score_keys(keys, job.sentences, job.gold)
-            trace.append(line)
-            if report is not None:
-                report(line)
-            if job.checkpoint and t.checkpoint_every and it % t.checkpoint_every == 0:
-                _save_checkpoint(job, chain, trace, marginals)
+        with _StopRequest() as stop:
+            _iterate(job, chain, trace, marginals, report, stop)
     except KeyboardInterrupt:
         if job.checkpoint:
             _save_checkpoint(job, chain, trace, marginals)
@@ -179,6 +197,29 @@ def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None) ->
     if job.checkpoint:
         _save_checkpoint(job, chain, trace, marginals)
     return ChainResult(job.chain_index, state_arrays(chain.state), trace, marginals, chain.iteration)
+
+
+def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopRequest) -> None:
+    t = job.training
+    while chain.iteration < t.iterations:
+        line = chain.step()
+        line["chain"] = job.chain_index
+        it = chain.iteration
+        keep = t.keeps_sample(it)
+        evaluate = job.gold is not None and t.evaluates(it)
+        if keep or evaluate:
+            keys = chain.segmentation_keys(job.seg_sym)
+            if keep:
+                marginals.add(keys)
+            if evaluate:
+                line["token_f"] = score_keys(keys, job.sentences, job.gold)
+        trace.append(line)
+        if report is not None:
+            report(line)
+        if job.checkpoint and t.checkpoint_every and it % t.checkpoint_every == 0:
+            _save_checkpoint(job, chain, trace, marginals)
+        if stop.requested:
+            raise KeyboardInterrupt
 
 
 _QUEUE = None
@@ -193,11 +234,23 @@ def _run_in_worker(job: ChainJob) -> ChainResult:
     return run_chain(job, report=_QUEUE.put if _QUEUE is not None else None)
 
 
+def _warm_up(job: ChainJob) -> None:
+    """Compile the kernels once, here, so forked workers do not each compile them."""
+    n = min(2, len(job.sent_ptr) - 1)
+    sent_ptr = job.sent_ptr[: n + 1]
+    words = job.words[: int(sent_ptr[-1])]
+    chain = Chain(job.compiled, words, sent_ptr, job.sampler, 0)
+    chain.initialize()
+    chain.step()
+    chain.segmentation_keys(job.seg_sym)
+
+
 def run_chains(jobs: List[ChainJob], workers: int, callback: Optional[TraceCallback]) -> List[ChainResult]:
     """Run chains in parallel processes (or in this one), reporting trace lines as they come."""
     if workers <= 1 or len(jobs) == 1:
         return [run_chain(job, report=callback) for job in jobs]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    _warm_up(jobs[0])
     ctx = multiprocessing.get_context(method)
     queue = ctx.Queue()
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,

@@ -26,7 +26,8 @@ def span_yields(S, words, n, n_term, ynode):
         node = 0
         for j in range(i + 1, n + 1):
             if node >= 0:
-                node = trie_child(S, node, words[j - 1], n_term)
+                t = words[j - 1]
+                node = trie_child(S, node, t, n_term) if t >= 0 else -1
             ynode[i, j] = node
 
 

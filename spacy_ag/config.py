@@ -1,0 +1,453 @@
+"""Training configs: spaCy-style (confection) files, validated section by section.
+
+A config names the grammar, the training text, the sampler and the run::
+
+    [paths]
+    train = "../shared/data/brent/br-phono.txt"   # relative to the working directory
+    gold = null                                   # optional gold file to score against
+    output = null                                 # default for `train --output`
+
+    [grammar]
+    path = "grammars/brent-unigram.lt"            # relative to this config's folder
+    format = "auto"                               # auto | pycfg | pyadagram
+    default_a = 0.0001                            # a of adapted NTs without numbers
+    default_b = 10000                             # b of adapted NTs without numbers
+    default_weight = 1                            # weight of rules without numbers
+    segment_category = "Word"
+    mode = "chars"                                # chars | tokens
+    split_at = ""                                 # "punctuation" | "" | characters
+
+    [corpus]
+    path = ${paths.train}
+    gold = true                                   # the file is gold-segmented
+
+    [sampler]                                     # any SamplerSettings field
+    [training]                                    # iterations, chains, seed, ...
+
+Values are overridden from the command line with dotted names, as in
+``spacy train``: ``--training.iterations 100 --paths.train x.txt``. Every
+mistake (unknown section or key, wrong type, value out of range) is raised as
+a `ConfigError` whose message is one line naming the file and ``section.key``.
+Keys that are left out take the defaults of `SamplerSettings`,
+`TrainingSettings` and the table in `SCHEMA`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Union
+
+from confection import Config, ConfigValidationError
+
+from .core.chain import SamplerSettings
+from .corpus import DEFAULT_PUNCTUATION
+from .training import TrainingSettings
+
+__all__ = [
+    "ConfigError",
+    "TrainingConfig",
+    "build_model",
+    "load_config",
+    "load_training_config",
+    "parse_overrides",
+    "training_config_from",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class ConfigError(ValueError):
+    """A config file (or override) that cannot be used; the message is one line."""
+
+
+# ---------------------------------------------------------------- value checks
+#
+# A check takes the raw value and returns the converted value, or raises
+# _Bad(expectation) so that the caller can name the file and the key.
+
+
+class _Bad(Exception):
+    def __init__(self, expected: str):
+        super().__init__(expected)
+        self.expected = expected
+
+
+Check = Callable[[Any], Any]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _str(*, empty: bool = True) -> Check:
+    def check(value):
+        if not isinstance(value, str) or (not empty and not value.strip()):
+            raise _Bad("a non-empty string" if not empty else "a string")
+        return value
+    return check
+
+
+def _optional(inner: Check, what: str) -> Check:
+    def check(value):
+        if value is None:
+            return None
+        try:
+            return inner(value)
+        except _Bad:
+            raise _Bad(f"{what} or null") from None
+    return check
+
+
+def _bool(value):
+    if not isinstance(value, bool):
+        raise _Bad("true or false")
+    return value
+
+
+def _int(minimum: Optional[int] = None) -> Check:
+    def check(value):
+        if not _is_int(value) or (minimum is not None and value < minimum):
+            raise _Bad("an integer" + (f" >= {minimum}" if minimum is not None else ""))
+        return value
+    return check
+
+
+def _float(low: Optional[float] = None, high: Optional[float] = None, *, low_open: bool = False,
+           high_open: bool = False, text: Optional[str] = None) -> Check:
+    def check(value):
+        ok = (_is_int(value) or isinstance(value, float)) and value == value  # not NaN
+        if ok:
+            value = float(value)
+            ok = value not in (float("inf"), float("-inf"))
+        if ok and low is not None:
+            ok = value > low if low_open else value >= low
+        if ok and high is not None:
+            ok = value < high if high_open else value <= high
+        if not ok:
+            raise _Bad(text or "a number")
+        return value
+    return check
+
+
+def _int_list(minimum: int) -> Check:
+    def check(value):
+        if not isinstance(value, (list, tuple)) or not all(_is_int(v) and v >= minimum for v in value):
+            raise _Bad(f"a list of integers >= {minimum}, e.g. [20, 100, 300]")
+        return tuple(value)
+    return check
+
+
+def _choice(*options: str) -> Check:
+    def check(value):
+        if value not in options:
+            raise _Bad("one of " + ", ".join(f'"{o}"' for o in options))
+        return value
+    return check
+
+
+_PATH = _optional(_str(empty=False), "a path string")
+
+#: section -> key -> (check, default); `_REQUIRED` marks keys without default.
+_REQUIRED = object()
+
+SCHEMA: Dict[str, Dict[str, Tuple[Check, Any]]] = {
+    "paths": {
+        "train": (_PATH, None),
+        "gold": (_PATH, None),
+        "output": (_PATH, None),
+    },
+    "grammar": {
+        "path": (_str(empty=False), _REQUIRED),
+        "format": (_choice("auto", "pycfg", "pyadagram"), "auto"),
+        "default_a": (_float(0.0, 1.0, text="a number in [0, 1]"), 0.1),
+        "default_b": (_float(0.0, low_open=True, text="a number > 0"), 1000.0),
+        "default_weight": (_float(0.0, low_open=True, text="a number > 0"), 1.0),
+        "segment_category": (_str(empty=False), "Word"),
+        "mode": (_choice("chars", "tokens"), "chars"),
+        "split_at": (_optional(_str(), 'a string ("punctuation", "" or the characters themselves)'), ""),
+    },
+    "corpus": {
+        "path": (_PATH, None),  # required by training, not by check-grammar
+        "gold": (_bool, False),
+    },
+    "sampler": {},  # filled from SamplerSettings below
+    "training": {
+        "iterations": (_int(1), 2000),
+        "chains": (_int(1), 1),
+        "seed": (_int(0), 0),
+        "burn_in": (_optional(_int(0), "an integer >= 0"), None),
+        "sample_every": (_int(1), 10),
+        "checkpoint_every": (_int(0), 50),
+        "eval_every": (_int(0), 0),
+        "workers": (_int(0), 0),
+    },
+}
+
+#: Range checks for sampler fields beyond their type (field -> check).
+_SAMPLER_CHECKS: Dict[str, Check] = {
+    "init": _choice("batch", "incremental"),
+    "beta_e": _float(0.0, low_open=True, text="a number > 0"),
+    "beta_f": _float(0.0, low_open=True, text="a number > 0"),
+    "gamma_shape": _float(0.0, low_open=True, text="a number > 0"),
+    "gamma_scale": _float(0.0, low_open=True, text="a number > 0"),
+    "hyper_rounds": _int(0),
+    "hyper_iterations": _int(1),
+    "hyper_start": _int(1),
+    "anneal_start": _float(1.0, text="a number >= 1 (1 = no annealing)"),
+    "anneal_iterations": _int(0),
+}
+
+
+def _sampler_schema() -> Dict[str, Tuple[Check, Any]]:
+    hints = typing.get_type_hints(SamplerSettings)
+    by_type = {bool: _bool, int: _int(), float: _float(), str: _str()}
+    schema = {}
+    for f in dataclasses.fields(SamplerSettings):
+        check = _SAMPLER_CHECKS.get(f.name) or by_type.get(hints[f.name])
+        if check is None:  # a field type this loader does not know: accept any JSON value
+            check = lambda value: value  # noqa: E731
+        schema[f.name] = (check, f.default)
+    return schema
+
+
+SCHEMA["sampler"] = _sampler_schema()
+if "eval_at" in {f.name for f in dataclasses.fields(TrainingSettings)}:
+    SCHEMA["training"]["eval_at"] = (_int_list(1), ())  # score at these iterations too
+
+
+# ---------------------------------------------------------------- the result
+
+
+@dataclass
+class TrainingConfig:
+    """Everything `spacy-ag train` needs, checked and with paths resolved."""
+
+    config_path: Path
+    train_path: Optional[Path]
+    grammar_path: Path
+    gold_path: Optional[Path] = None
+    output: Optional[Path] = None
+    grammar_format: str = "auto"
+    default_a: float = 0.1
+    default_b: float = 1000.0
+    default_weight: float = 1.0
+    segment_category: str = "Word"
+    mode: str = "chars"
+    split_at: Optional[FrozenSet[str]] = None
+    corpus_gold: bool = False
+    sampler: SamplerSettings = field(default_factory=SamplerSettings)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
+    #: The interpolated config with overrides applied and defaults filled in.
+    config: Config = field(default_factory=Config)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def parse_overrides(args: Sequence[str]) -> Dict[str, Any]:
+    """``["--training.iterations", "10", "--paths.train=x.txt"]`` -> dotted overrides.
+
+    Values are read as JSON when they parse as JSON (numbers, true/false,
+    null, quoted strings, lists) and kept as strings otherwise, as spaCy does.
+    A flag without a value means true.
+    """
+    import srsly
+
+    out: Dict[str, Any] = {}
+    args = list(args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--") or "." not in arg.lstrip("-").split("=", 1)[0]:
+            raise ConfigError(f"unexpected argument {arg!r}: config overrides look like "
+                              "--section.key value (e.g. --training.iterations 100)")
+        name = arg[2:]
+        if "=" in name:
+            name, raw = name.split("=", 1)
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            raw = args[i + 1]
+            i += 1
+        else:
+            raw = "true"
+        name = name.replace("-", "_")
+        try:
+            value = srsly.json_loads(raw)
+        except ValueError:
+            value = raw
+        out[name] = value
+        i += 1
+    return out
+
+
+def _one_line(err: Exception) -> str:
+    """confection's multi-line message, squeezed into one line."""
+    if getattr(err, "errors", None):
+        parts = []
+        for e in err.errors:
+            loc = ".".join(str(x) for x in e.get("loc", []))
+            parts.append(f"{loc}: {e.get('msg')}" if loc else str(e.get("msg")))
+        title = (err.title or "").strip()
+        return (title + ": " if title else "") + "; ".join(parts)
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]  # any exception
+    lines = [ln for ln in lines if ln != "Config validation error"
+             and not ln.startswith("Make sure the sections and values")]
+    return "; ".join(lines) or "invalid config"
+
+
+def load_config(path: PathLike, overrides: Optional[Mapping[str, Any]] = None) -> Config:
+    """Read and interpolate a config file, applying dotted overrides."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found" if not path.exists()
+                          else f"{path}: not a file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read the config file ({err})") from None
+    overrides = dict(overrides or {})
+    for key in overrides:
+        section, _, name = key.partition(".")
+        if section not in SCHEMA:
+            raise ConfigError(f"{path}: unknown section in override --{key}; sections are "
+                              + ", ".join(SCHEMA))
+        if "." in name or name not in SCHEMA[section]:
+            raise ConfigError(f"{path}: unknown key in override --{key}; [{section}] takes "
+                              + ", ".join(SCHEMA[section]))
+    # Read without interpolation first, so that overrides of keys the file
+    # leaves out can be added before variables like ${paths.train} resolve.
+    try:
+        raw = Config().from_str(text, interpolate=False)
+        for key, value in overrides.items():
+            section, name = key.split(".", 1)
+            if not isinstance(raw.get(section, {}), Mapping):
+                raise ConfigError(f"{path}: [{section}] must be a section")
+            if name not in raw.setdefault(section, {}):
+                raw[section][name] = value
+        config = Config().from_str(raw.to_str(), overrides=overrides, interpolate=True)
+    except ConfigError:
+        raise
+    except ConfigValidationError as err:
+        raise ConfigError(f"{path}: {_one_line(err)}") from None
+    except Exception as err:  # configparser errors that confection lets through
+        raise ConfigError(f"{path}: {_one_line(err)}") from None
+    return config
+
+
+def _where(path: Path, section: str, key: Optional[str] = None) -> str:
+    return f"{path}: {section}.{key}" if key else f"{path}: [{section}]"
+
+
+def _validated(config: Mapping[str, Any], path: Path) -> Dict[str, Dict[str, Any]]:
+    """Each section's values checked and converted, defaults filled in."""
+    for section, values in config.items():
+        if section not in SCHEMA:
+            raise ConfigError(f"{path}: unknown section [{section}]; sections are "
+                              + ", ".join(f"[{s}]" for s in SCHEMA))
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{path}: [{section}] must be a section, got {values!r}")
+    out: Dict[str, Dict[str, Any]] = {}
+    for section, keys in SCHEMA.items():
+        values = dict(config.get(section, {}))
+        for key, value in values.items():
+            if key not in keys:
+                raise ConfigError(f"{_where(path, section, key)} is not a setting; [{section}] takes "
+                                  + ", ".join(keys))
+            if isinstance(value, Mapping):
+                raise ConfigError(f"{_where(path, section, key)} must be a value, not a subsection")
+        done = {}
+        for key, (check, default) in keys.items():
+            if key not in values:
+                if default is _REQUIRED:
+                    raise ConfigError(f"{_where(path, section, key)} is missing; it is required")
+                done[key] = default
+                continue
+            try:
+                done[key] = check(values[key])
+            except _Bad as bad:
+                raise ConfigError(f"{_where(path, section, key)} must be {bad.expected}, "
+                                  f"got {values[key]!r}") from None
+        out[section] = done
+    return out
+
+
+def _split_at(value: Optional[str]) -> Optional[FrozenSet[str]]:
+    if not value:
+        return None
+    if value == "punctuation":
+        return DEFAULT_PUNCTUATION
+    return frozenset(value)
+
+
+def training_config_from(config: Mapping[str, Any], path: PathLike) -> TrainingConfig:
+    """Validate an (interpolated) config; `path` names it in errors and anchors the grammar path."""
+    path = Path(path)
+    v = _validated(config, path)
+    grammar, corpus, training = v["grammar"], v["corpus"], v["training"]
+    if corpus["gold"] and grammar["mode"] != "chars":
+        raise ConfigError(f"{_where(path, 'corpus', 'gold')} = true needs grammar.mode = \"chars\" "
+                          "(gold words are spelled by characters)")
+    if training["burn_in"] is not None and training["burn_in"] >= training["iterations"]:
+        raise ConfigError(f"{_where(path, 'training', 'burn_in')} must be less than training.iterations "
+                          f"({training['iterations']}), got {training['burn_in']}; no sample would be kept")
+    grammar_path = Path(os.path.expanduser(grammar["path"]))
+    if not grammar_path.is_absolute():
+        grammar_path = path.parent / grammar_path
+    paths = v["paths"]
+    filled = Config({section: dict(values) for section, values in v.items()})
+    filled["grammar"]["split_at"] = grammar["split_at"] if grammar["split_at"] is not None else ""
+    return TrainingConfig(
+        config_path=path,
+        train_path=Path(os.path.expanduser(corpus["path"])) if corpus["path"] else None,
+        grammar_path=grammar_path,
+        gold_path=Path(os.path.expanduser(paths["gold"])) if paths["gold"] else None,
+        output=Path(os.path.expanduser(paths["output"])) if paths["output"] else None,
+        grammar_format=grammar["format"],
+        default_a=grammar["default_a"],
+        default_b=grammar["default_b"],
+        default_weight=grammar["default_weight"],
+        segment_category=grammar["segment_category"],
+        mode=grammar["mode"],
+        split_at=_split_at(grammar["split_at"]),
+        corpus_gold=corpus["gold"],
+        sampler=SamplerSettings(**v["sampler"]),
+        training=TrainingSettings(**training),
+        config=filled,
+    )
+
+
+def load_training_config(path: PathLike, overrides: Optional[Union[Mapping[str, Any], Sequence[str]]] = None
+                         ) -> TrainingConfig:
+    """Read, override, interpolate and validate a training config.
+
+    `overrides` is a dict of dotted names (``{"training.iterations": 10}``)
+    or the raw command-line words (``["--training.iterations", "10"]``).
+    """
+    if overrides is not None and not isinstance(overrides, Mapping):
+        overrides = parse_overrides(overrides)
+    config = load_config(path, overrides)
+    return training_config_from(config, path)
+
+
+def build_model(cfg: TrainingConfig):
+    """The untrained `AdaptorGrammar` a config describes (grammar read and checked)."""
+    from .model import AdaptorGrammar
+
+    return AdaptorGrammar(
+        cfg.grammar_path,
+        segment_category=cfg.segment_category,
+        mode=cfg.mode,
+        split_at=cfg.split_at,
+        sampler=dataclasses.replace(cfg.sampler),
+        fmt=cfg.grammar_format,
+        default_weight=cfg.default_weight,
+        default_a=cfg.default_a,
+        default_b=cfg.default_b,
+    )
+
+
+def config_text(cfg: TrainingConfig) -> str:
+    """The filled config as text (written next to a trained model)."""
+    return cfg.config.to_str()
