@@ -107,8 +107,10 @@ def ternary_grammar():
         A -> A A [1]
         B -> b [1]
         B -> a [1]
+        B -> B B [1]
         C -> a [1]
         C -> b [2]
+        C -> A [1]
     """)
     return Grammar("S", rules, {})
 

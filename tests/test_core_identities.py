@@ -340,8 +340,8 @@ def test_a7_mh_chain_targets_exact_conditional(core):
     for name, w in exact.items():
         p = w / z
         sd = math.sqrt(n_steps * p * (1 - p))
-        # visits are autocorrelated (a state persists until a move is accepted): allow 3x the sd
-        assert abs(visits[name] - n_steps * p) <= 3 * 4 * sd, (name, visits, p)
+        # visits are mildly autocorrelated (a state persists until a move is accepted): 6 sd
+        assert abs(visits[name] - n_steps * p) <= 6 * sd, (name, visits, p)
     # without the MH correction the chain would sit in `a b` with the proposal's 6.875e-5/Z
     q_ab = 0.99 * 0.01 / 144 / 5.20764e-3
     assert abs(visits["a b"] / n_steps - q_ab) > abs(visits["a b"] / n_steps - exact["a b"] / z)
