@@ -172,9 +172,11 @@ def _save_checkpoint(job: ChainJob, chain: Chain, trace, marginals) -> None:
     write_npz_atomic(Path(job.checkpoint), state_arrays(chain.state), meta)
 
 
-def score_keys(keys, sentences, gold) -> float:
+def score_keys(keys, sentences, gold) -> Dict[str, float]:
+    """Token, boundary and lexicon F of one sample against gold words."""
     pred = [words_from_key(s, k) for s, k in zip(sentences, keys)]
-    return segmentation_scores(pred, gold)["token_f"]
+    scores = segmentation_scores(pred, gold)
+    return {"token_f": scores["token_f"], "boundary_f": scores["boundary_f"], "lexicon_f": scores["type_f"]}
 
 
 def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None) -> ChainResult:
@@ -212,7 +214,7 @@ def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopR
             if keep:
                 marginals.add(keys)
             if evaluate:
-                line["token_f"] = score_keys(keys, job.sentences, job.gold)
+                line.update(score_keys(keys, job.sentences, job.gold))
         trace.append(line)
         if report is not None:
             report(line)

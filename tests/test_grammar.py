@@ -556,3 +556,16 @@ def test_describe_summary():
         "rules": 2,
         "rules_per_parent": {"S": 1, "W": 1},
     }
+
+
+def test_question_mark_and_star_shorthand():
+    g = parse_grammar_text(
+        "1 1 Word --> Onset? Rhyme Coda*\n"
+        "1 1 Onset --> b\n1 1 Rhyme --> a\n1 1 Coda --> k\n"
+        "1 1 Coda --> *\n",  # a literal terminal '*' stays a terminal
+        fmt="pycfg",
+    )
+    word_rules = {r.children for r in g.rules if r.parent == "Word"}
+    assert word_rules == {("Onset", "Rhyme", "Coda+"), ("Rhyme", "Coda+"), ("Onset", "Rhyme"), ("Rhyme",)}
+    assert {r.children for r in g.rules if r.parent == "Coda+"} == {("Coda",), ("Coda", "Coda+")}
+    assert ("*",) in {r.children for r in g.rules if r.parent == "Coda"}

@@ -6,6 +6,7 @@ only Python work per iteration is growing pools when a kernel asks for it.
 """
 from __future__ import annotations
 
+import resource
 import time
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence
@@ -175,6 +176,7 @@ class Chain:
             "a": {n: float(st.ad_a[i]) for i, n in enumerate(names)},
             "b": {n: float(st.ad_b[i]) for i, n in enumerate(names)},
             "seconds": seconds,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
 
     # ------------------------------------------------------------------

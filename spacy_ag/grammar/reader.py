@@ -5,7 +5,7 @@ Two syntaxes map onto the one model of `rules.py`, so every check in
 
 * py-cfg (`[w [a [b]]] Parent --> children`), read exactly as Mark Johnson's
   py-cfg reads it, plus our extensions: `#` comment lines, the `Y+`, `(Y)`,
-  `(Y+)` shorthand, `@ NT key=value` adaptor directives and the `[:corpus:]`
+  `(Y+)`, `Y?`, `Y*` shorthand, `@ NT key=value` adaptor directives and the `[:corpus:]`
   character class;
 * PyAdaGram (NLTK `A -> B "c"`, `%` comments, `@ NT K concentration discount`).
 
@@ -347,13 +347,18 @@ def _expand_rule_lines(rule_lines: List[_RuleLine], parents: Set[str], options: 
 def _shorthand_item(token: str, parents: Set[str]) -> Tuple[str, bool]:
     """(symbol, optional) for one right-hand-side token.
 
-    `(Y)` and `(Y+)` are optional only when Y is a parent; otherwise the token
-    is a literal terminal (Brent has the phonemes `(` and `)`).
+    `(Y)` and `Y?` (optional), `(Y+)` and `Y*` (zero or more) are shorthand
+    only when Y is a parent; otherwise the token is a literal terminal (Brent
+    has the phonemes `(`, `)` and `*`).
     """
+    if token in parents:
+        return token, False
     if len(token) > 2 and token[0] == "(" and token[-1] == ")":
         core = token[1:-1]
         if core in parents or (core.endswith("+") and core[:-1] in parents):
             return core, True
+    if len(token) > 1 and token[-1] in "?*" and token[:-1] in parents:
+        return (token[:-1] if token[-1] == "?" else token[:-1] + "+"), True
     return token, False
 
 
