@@ -5,7 +5,10 @@ compiled kernels -> a trained state, which parses and segments new text.
 """
 from __future__ import annotations
 
+import io
+import json
 import os
+import zipfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Union
@@ -25,7 +28,8 @@ from .grammar import (
 )
 from .grammar.checks import uncovered_error
 from .serialize import (
-    ModelFileError, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic,
+    FORMAT_VERSION, ModelFileError, meta_header, read_npz, state_arrays, state_from_arrays,
+    write_npz_atomic,
 )
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
@@ -305,6 +309,55 @@ class AdaptorGrammar:
                            trace_tail=self.trace[-1:] if self.trace else [])
         write_npz_atomic(path / "state.npz", state_arrays(self.state), meta)
 
+    def _meta(self) -> Dict:
+        return meta_header("model", segment_category=self.segment_category, mode=self.mode,
+                           split_at=sorted(self.split_at) if self.split_at else None,
+                           start=self.grammar.start, sampler=asdict(self.sampler),
+                           trace_tail=self.trace[-1:] if self.trace else [])
+
+    def to_bytes(self) -> bytes:
+        """The model as bytes: the same content as `save` (py-cfg grammar text and an
+        npz state with a JSON header) in one zip archive, written deterministically
+        (fixed timestamps, sorted members) so equal models give equal bytes. No pickle."""
+        self._require_state()
+        members = {"grammar.lt": write_pycfg(self.grammar, include_options=True).encode("utf8"),
+                   "state.npz": _npz_bytes(state_arrays(self.state), self._meta())}
+        return _zip_bytes(members)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "AdaptorGrammar":
+        """Inverse of `to_bytes`; `source` names the data in error messages."""
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                members = {name: zf.read(name) for name in zf.namelist()}
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+            raise ModelFileError(f"{source}: damaged or not a spacy-ag model ({err})") from None
+        for name in ("grammar.lt", "state.npz"):
+            if name not in members:
+                raise ModelFileError(f"{source}: not a spacy-ag model ({name} missing)")
+        arrays, meta = _read_npz_bytes(members["state.npz"], f"{source}/state.npz", "model")
+        return cls._from_parts(members["grammar.lt"].decode("utf8"), f"{source}/grammar.lt", arrays, meta,
+                               f"{source}/state.npz")
+
+    @classmethod
+    def _from_parts(cls, grammar_text: str, grammar_source: str, arrays: Dict[str, np.ndarray],
+                    meta: Dict, state_source: str) -> "AdaptorGrammar":
+        try:
+            start, category, mode = meta["start"], meta["segment_category"], meta["mode"]
+            sampler = SamplerSettings(**meta["sampler"])
+        except (KeyError, TypeError) as err:
+            raise ModelFileError(f"{state_source}: incomplete model header ({err!r})") from None
+        grammar = parse_grammar_text(grammar_text, fmt="pycfg", source=grammar_source, start=start)
+        model = cls(grammar, segment_category=category, mode=mode, split_at=meta.get("split_at"),
+                    sampler=sampler)
+        state = state_from_arrays(arrays, state_source)
+        G = model.compiled.arrays
+        if state.f.shape[0] != G.rule_parent.shape[0] or state.ad_a.shape[0] != G.adaptor_nt.shape[0]:
+            raise ModelFileError(f"{state_source}: state does not match {grammar_source}")
+        model.state = state
+        model.trace = meta.get("trace_tail", [])
+        return model
+
     @classmethod
     def load(cls, path: PathLike) -> "AdaptorGrammar":
         path = Path(path)
@@ -325,3 +378,45 @@ class AdaptorGrammar:
         model.state = state
         model.trace = meta.get("trace_tail", [])
         return model
+
+
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _zip_bytes(members: Dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, members[name])
+    return buf.getvalue()
+
+
+def _npz_bytes(arrays: Dict[str, np.ndarray], meta: Dict) -> bytes:
+    """An .npz archive (readable by `np.load`) with the JSON header as `__meta__`, byte-stable."""
+    payload = dict(arrays)
+    payload["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf8"), dtype=np.uint8)
+    members = {}
+    for name, arr in payload.items():
+        out = io.BytesIO()
+        np.lib.format.write_array(out, np.asanyarray(arr), allow_pickle=False)
+        members[name + ".npy"] = out.getvalue()
+    return _zip_bytes(members)
+
+
+def _read_npz_bytes(data: bytes, source: str, kind: str):
+    """`serialize.read_npz` for in-memory data: the same checks, the same messages."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise ModelFileError(f"{source}: damaged or not a spacy-ag {kind} file ({err}); "
+                             "retrain or restore it from a backup") from None
+    version = meta.get("format_version")
+    if meta.get("kind") != kind or version != FORMAT_VERSION:
+        raise ModelFileError(f"{source}: a {meta.get('kind')!r} file of format {version!r}, expected a "
+                             f"{kind!r} file of format {FORMAT_VERSION}; use the spacy-ag version "
+                             "that wrote it")
+    return arrays, meta

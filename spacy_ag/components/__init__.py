@@ -1,0 +1,30 @@
+"""spaCy components of spacy-ag.
+
+* ``spacy-ag.Segmenter.v1`` (tokenizer): unsupervised word segmentation (`segmenter`);
+* ``ag_parser`` (pipeline component): trees of an adaptor grammar (`parser`);
+* ``spacy-ag.segmentation_scorer.v1`` (scorer): token/boundary/lexicon P/R/F (`scoring`);
+* ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`).
+
+All are registered both by decorators (importing this package) and by entry
+points in pyproject.toml, so configs, ``nlp.add_pipe("ag_parser")`` and
+``spacy.load`` work without importing spacy_ag. These modules import only
+spaCy at import time; the numba engine is imported when a model is fitted or
+loaded, so spaCy's start-up (which imports every factory module) stays fast.
+"""
+from .parser import AGParser, install_extensions, make_ag_parser
+from .readers import SegmentedCorpus, create_segmented_corpus
+from .scoring import make_segmentation_scorer, score_segmentation
+from .segmenter import BUILTIN_GRAMMARS, Segmenter, create_segmenter
+
+__all__ = [
+    "AGParser",
+    "BUILTIN_GRAMMARS",
+    "SegmentedCorpus",
+    "Segmenter",
+    "create_segmented_corpus",
+    "create_segmenter",
+    "install_extensions",
+    "make_ag_parser",
+    "make_segmentation_scorer",
+    "score_segmentation",
+]

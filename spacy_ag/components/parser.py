@@ -1,0 +1,356 @@
+"""``ag_parser``: parse Docs (or each token) with a trained adaptor grammar.
+
+    nlp.add_pipe("ag_parser", config={"grammar": "colloc", "mode": "doc"})
+    nlp.initialize(lambda: examples)      # fits the grammar on the docs' text
+
+Modes:
+
+* ``mode = "doc"``: the terminals are the characters of ``doc.text`` without
+  its whitespace; one tree per Doc.
+* ``mode = "token"``: the terminals are the characters of each token (for
+  word-internal grammars such as morphology); one tree per non-whitespace
+  token (equal token texts are parsed once per Doc).
+
+Output (every value survives ``DocBin(store_user_data=True)`` and
+``nlp.pipe(..., n_process=k)``):
+
+* ``doc.spans[spans_key]``: the tree's nodes in preorder (in token mode, the
+  nodes of each token's tree, token by token), labelled with their
+  nonterminal. With ``compact = true`` (the default) only adapted nodes and
+  the roots are kept, as in py-cfg's compact trees; with false, every
+  nonterminal node. A span must cover whole tokens, so a node whose
+  characters do not align with token boundaries is widened to the smallest
+  covering token span (``doc.char_span(..., alignment_mode="expand")``); in
+  token mode every node spans its token. The exact extent of each node is
+  kept in the group's attrs. ``SpanGroup.attrs``:
+
+  - ``parent``: index of the parent node in the group (-1 for a root);
+  - ``adapted``: the node's nonterminal is adapted;
+  - ``cached``: the node is a reused cache entry (a table of its adaptor);
+  - ``start_char`` / ``end_char``: the node's exact character offsets in ``doc.text``.
+
+* ``doc._.ag_tree``: the bracketed tree (doc mode; None in token mode or
+  when the text has no parse).
+* ``token._.ag_tree``: the token's bracketed tree and ``token._.ag_morphs``:
+  the yields of the outermost nodes labelled with one of ``morph_labels``,
+  left to right, as a list of strings (token mode; None without a parse).
+  The value lives in the hidden default extension ``token._._ag_morphs``
+  (so in ``doc.user_data``); ``ag_morphs`` is a module-level getter/setter
+  that always returns a new list, because spaCy restores sequences in
+  ``user_data`` as tuples from DocBin but as lists from ``Doc.from_bytes``
+  (``n_process``), and the two would compare unequal.
+
+Text that the grammar cannot parse (for example a character never seen in
+training) gets no tree: an empty span group and None extensions.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc, Span, SpanGroup, Token
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from .segmenter import (
+    ModelSerializer, is_dummy_examples, load_grammar, load_model_dir,
+)
+
+logger = logging.getLogger("spacy_ag")
+
+__all__ = ["AGParser", "make_ag_parser", "install_extensions"]
+
+MODES = ("doc", "token")
+DEFAULT_MORPH_LABELS = ["Prefix", "Stem", "Suffix", "Morph"]
+
+
+def install_extensions() -> None:
+    """Register the Doc and Token extensions (values with defaults, stored in user_data)."""
+    Doc.set_extension("ag_tree", default=None, force=True)
+    Token.set_extension("ag_tree", default=None, force=True)
+    Token.set_extension("_ag_morphs", default=None, force=True)
+    Token.set_extension("ag_morphs", getter=_get_morphs, setter=_set_morphs, force=True)
+
+
+def _get_morphs(token: Token) -> Optional[List[str]]:
+    value = token._._ag_morphs
+    return None if value is None else list(value)
+
+
+def _set_morphs(token: Token, value: Optional[Sequence[str]]) -> None:
+    token._._ag_morphs = None if value is None else tuple(value)
+
+
+install_extensions()
+
+
+@Language.factory(
+    "ag_parser",
+    assigns=["doc.spans", "doc._.ag_tree", "token._.ag_tree", "token._.ag_morphs"],
+    default_config={
+        "grammar": "unigram",
+        "mode": "doc",
+        "spans_key": "ag",
+        "segment_category": None,
+        "morph_labels": DEFAULT_MORPH_LABELS,
+        "compact": True,
+        "iterations": 100,
+        "seed": 0,
+        "chains": 1,
+        "default_a": 1e-4,
+        "default_b": 1e4,
+        "model": None,
+    },
+)
+def make_ag_parser(
+    nlp: Language,
+    name: str,
+    grammar: str,
+    mode: str,
+    spans_key: str,
+    segment_category: Optional[str],
+    morph_labels: List[str],
+    compact: bool,
+    iterations: int,
+    seed: int,
+    chains: int,
+    default_a: float,
+    default_b: float,
+    model: Optional[str],
+) -> "AGParser":
+    """Factory of the ``ag_parser`` component (settings: see `AGParser`)."""
+    return AGParser(nlp.vocab, name, grammar=grammar, mode=mode, spans_key=spans_key,
+                    segment_category=segment_category, morph_labels=morph_labels, compact=compact,
+                    iterations=iterations, seed=seed, chains=chains, default_a=default_a,
+                    default_b=default_b, model=model)
+
+
+class AGParser(ModelSerializer, Pipe):
+    """Adaptor-grammar parser component (see the module doc).
+
+    vocab (Vocab): The shared vocabulary.
+    name (str): The component name.
+    grammar (str): "unigram", "colloc", "morph" or a grammar file, used when
+        fitting in `initialize`.
+    mode (str): "doc" or "token".
+    spans_key (str): Key of the span group.
+    segment_category (Optional[str]): The model's segmentation category
+        (None: the grammar's start symbol); only checked, not used for parsing.
+    morph_labels (List[str]): Labels whose yields make ``token._.ag_morphs``.
+    compact (bool): Keep only adapted nodes and roots (spans and bracketed trees).
+    iterations, seed, chains (int): Sampler settings when fitting.
+    default_a, default_b (float): PY parameters of adapted nonterminals without numbers.
+    model (Optional[str]): A model directory to load when the component has
+        no model yet (after `from_disk`, the saved model is used instead).
+    """
+
+    kind = "parser"
+    model = None  # spaCy: no thinc model, nothing to optimise
+
+    def __init__(self, vocab: Vocab, name: str = "ag_parser", *, grammar: str = "unigram",
+                 mode: str = "doc", spans_key: str = "ag", segment_category: Optional[str] = None,
+                 morph_labels: Sequence[str] = tuple(DEFAULT_MORPH_LABELS), compact: bool = True,
+                 iterations: int = 100, seed: int = 0, chains: int = 1, default_a: float = 1e-4,
+                 default_b: float = 1e4, model: Optional[str] = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"ag_parser: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if iterations < 1 or chains < 1:
+            raise ValueError(f"ag_parser: iterations and chains must be >= 1, got {iterations} and {chains}")
+        self.vocab = vocab
+        self.name = name
+        self.cfg: Dict[str, Any] = {
+            "grammar": grammar, "mode": mode, "spans_key": spans_key,
+            "segment_category": segment_category, "morph_labels": list(morph_labels),
+            "compact": compact, "iterations": iterations, "seed": seed, "chains": chains,
+            "default_a": default_a, "default_b": default_b, "model": model,
+        }
+        self.model = None
+        self._model_path = model
+        self._token_cache: Dict[str, Optional[Tuple]] = {}
+
+    # -------------------------------------------------------------- state
+    @property
+    def is_fitted(self) -> bool:
+        return self.model is not None
+
+    def _set_model(self, model) -> None:
+        self.model = model
+        self._token_cache = {}
+
+    def _require_model(self):
+        if self.model is None and self._model_path:
+            self._set_model(load_model_dir(self._model_path))
+        if self.model is None:
+            raise ValueError(f"{self.name}: no trained grammar. Call nlp.initialize(get_examples) to fit "
+                             "it on the examples' text, set [initialize.components."
+                             f"{self.name}] model_path, or give the component a `model` directory")
+        return self.model
+
+    # -------------------------------------------------------------- training
+    def training_texts(self, examples: Iterable[Example]) -> List[str]:
+        """Doc mode: each reference text; token mode: each non-whitespace reference token."""
+        if self.cfg["mode"] == "doc":
+            return [eg.reference.text for eg in examples if eg.reference.text.strip()]
+        return [t.text for eg in examples for t in eg.reference if not t.is_space]
+
+    def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
+                   nlp: Optional[Language] = None, model_path: Optional[str] = None,
+                   refit: bool = False) -> None:
+        """Fit the grammar on the text of the examples, or load a trained model.
+
+        get_examples (Callable[[], Iterable[Example]]): Training examples (text only).
+        nlp (Language): The pipeline (unused).
+        model_path (Optional[str]): A model directory to load instead of fitting.
+        refit (bool): Fit even if a model is already present.
+        """
+        if model_path is not None:
+            self._set_model(load_model_dir(model_path))
+            return
+        if self.model is not None and not refit:
+            return
+        if self._model_path and not refit:
+            self._require_model()
+            return
+        if is_dummy_examples(get_examples):
+            warnings.warn(f"{self.name}: nlp.initialize() was called without examples, so there is "
+                          "nothing to fit the grammar on; the component stays untrained",
+                          UserWarning, stacklevel=2)
+            return
+        self._set_model(self._fit(self.training_texts(get_examples())))
+
+    def _fit(self, texts: List[str]):
+        from ..model import AdaptorGrammar
+
+        cfg = self.cfg
+        if not texts:
+            raise ValueError(f"{self.name}: the training examples contain no text to learn from")
+        grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
+        model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"] or grammar.start,
+                               mode="chars")
+        logger.info("%s: fitting %s on %d texts, %d iterations", self.name, cfg["grammar"], len(texts),
+                    cfg["iterations"])
+        model.fit(texts, iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
+        return model
+
+    # -------------------------------------------------------------- annotating
+    def __call__(self, doc: Doc) -> Doc:
+        """Parse one Doc and store the tree (see the module doc).
+
+        RETURNS (Doc): The Doc, annotated.
+        """
+        model = self._require_model()
+        if self.cfg["mode"] == "doc":
+            tree = model.parse([doc.text])[0] if doc.text.strip() else None
+            self._annotate_doc(doc, tree)
+        else:
+            self._annotate_tokens(doc)
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Parse a stream of Docs.
+
+        YIELDS (Doc): The Docs, annotated, in order.
+        """
+        error_handler = self.get_error_handler()
+        for doc in stream:
+            try:
+                yield self(doc)
+            except Exception as e:
+                error_handler(self.name, self, [doc], e)
+
+    def _nodes(self, tree) -> List[Tuple[Any, int]]:
+        """(node, parent index) in preorder; compact keeps adapted nodes and the root."""
+        out: List[Tuple[Any, int]] = []
+        compact = self.cfg["compact"]
+        todo = [(tree, -1, True)]
+        while todo:
+            node, parent, is_root = todo.pop()
+            if not compact or is_root or node.adapted:
+                out.append((node, parent))
+                parent = len(out) - 1
+            kids = [c for c in node.children if not isinstance(c, str)]
+            todo.extend((c, parent, False) for c in reversed(kids))
+        return out
+
+    def _group(self, doc: Doc, entries) -> SpanGroup:
+        """entries: (span, node, parent, start_char, end_char)."""
+        attrs = {
+            "parent": [e[2] for e in entries],
+            "adapted": [bool(e[1].adapted) for e in entries],
+            "cached": [bool(e[1].cached) for e in entries],
+            "start_char": [e[3] for e in entries],
+            "end_char": [e[4] for e in entries],
+        }
+        return SpanGroup(doc, name=self.cfg["spans_key"], attrs=attrs, spans=[e[0] for e in entries])
+
+    def _annotate_doc(self, doc: Doc, tree) -> None:
+        entries = []
+        if tree is not None:
+            offsets = [i for i, c in enumerate(doc.text) if not c.isspace()]
+            for node, parent in self._nodes(tree):
+                start, end = offsets[node.start], offsets[node.end - 1] + 1
+                span = doc.char_span(start, end, label=node.label, alignment_mode="expand")
+                entries.append((span, node, parent, start, end))
+            doc._.ag_tree = tree.bracketed(compact=self.cfg["compact"])
+        else:
+            doc._.ag_tree = None
+        doc.spans[self.cfg["spans_key"]] = self._group(doc, entries)
+
+    def _token_analysis(self, text: str):
+        """(tree, bracketed, morphs) of a token text, cached per model."""
+        if text in self._token_cache:
+            return self._token_cache[text]
+        tree = self.model.parse([text])[0]
+        if tree is None:
+            result = None
+        else:
+            result = (tree, tree.bracketed(compact=self.cfg["compact"]),
+                      tuple(_outermost_yields(tree, frozenset(self.cfg["morph_labels"]))))
+        if len(self._token_cache) > 100_000:
+            self._token_cache.clear()
+        self._token_cache[text] = result
+        return result
+
+    def _annotate_tokens(self, doc: Doc) -> None:
+        entries = []
+        for token in doc:
+            if token.is_space:
+                continue
+            analysis = self._token_analysis(token.text)
+            if analysis is None:
+                token._.ag_tree = None
+                token._._ag_morphs = None
+                continue
+            tree, bracketed, morphs = analysis
+            token._.ag_tree = bracketed
+            token._._ag_morphs = morphs
+            offsets = [token.idx + i for i, c in enumerate(token.text) if not c.isspace()]
+            base = len(entries)
+            for node, parent in self._nodes(tree):
+                span = Span(doc, token.i, token.i + 1, label=node.label)
+                entries.append((span, node, parent + base if parent >= 0 else -1,
+                                offsets[node.start], offsets[node.end - 1] + 1))
+        doc.spans[self.cfg["spans_key"]] = self._group(doc, entries)
+
+    # -------------------------------------------------------------- pickling
+    def __reduce__(self):
+        return (_restore_parser, (self.vocab, self.name, dict(self.cfg), self.to_bytes()))
+
+
+def _restore_parser(vocab, name, cfg, data) -> AGParser:
+    return AGParser(vocab, name, **cfg).from_bytes(data)
+
+
+def _outermost_yields(tree, labels: frozenset) -> List[str]:
+    out: List[str] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if node.label in labels:
+            out.append("".join(node.leaves()))
+            continue
+        todo.extend(c for c in reversed(node.children) if not isinstance(c, str))
+    return out
