@@ -149,8 +149,13 @@ class AdaptorGrammar:
             raise RuntimeError("the model has no trained state: call fit() or load() first")
 
     def _lrho(self) -> np.ndarray:
+        """log theta' of every rule; cached, since parsing never changes the state."""
+        cached = getattr(self, "_lrho_cache", None)
+        if cached is not None and cached[0] is self.state:
+            return cached[1]
         lrho = np.zeros(self.compiled.arrays.rule_parent.shape[0])
         log_rho(self.compiled.arrays, self.state, lrho, self.sampler.collapsed)
+        self._lrho_cache = (self.state, lrho)
         return lrho
 
     def _terminals(self, text) -> List[str]:
