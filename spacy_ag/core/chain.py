@@ -94,8 +94,9 @@ class Chain:
             total = int(sent_ptr[-1])
             state = new_state(
                 G.rule_parent.shape[0], G.n_nt, G.adaptor_nt.shape[0], self.n_sentences, a, b,
-                make_rng(seed), node_cap=max(1024, need_nodes(total, 0)),
-                tab_cap=max(256, total), trie_cap=max(1024, 2 * total),
+                # a first guess at the pools; kernels ask for more when needed
+                make_rng(seed), node_cap=max(1024, 2 * total), tab_cap=max(256, total // 4),
+                trie_cap=max(1024, total),
             )
         self.state = state
 
