@@ -1,9 +1,11 @@
 """The ``spacy-ag`` command line (also ``python -m spacy_ag``).
 
 Commands: ``train`` (config-driven MCMC training, spaCy-style dotted
-overrides, checkpoints and ``--resume``), ``segment`` and ``parse`` (apply a
-trained model), ``check-grammar``, ``evaluate`` and ``demo`` (a self-contained
-run on generated data).
+overrides, checkpoints and ``--resume``; or, given a spaCy pipeline config,
+a pipeline directory), ``init-config`` (a starting pipeline config),
+``segment`` and ``parse`` (apply a trained model), ``check-grammar``,
+``evaluate`` (files or a pipeline) and ``demo`` (a self-contained run on
+generated data).
 
 Every expected failure (missing file, bad grammar, bad config, damaged model,
 unreadable corpus) prints one line ``✘ <message>`` to stderr and exits with
@@ -203,6 +205,7 @@ class TraceLog:
     append: bool = False
     interactive: bool = False
     stream: Optional[TextIO] = None
+    label: str = "training"
     progress: Any = None
     task: Any = None
     last: Dict[int, int] = field(default_factory=dict)
@@ -213,7 +216,7 @@ class TraceLog:
         if self.interactive:
             self.progress = _progress_with_status()
             self.progress.start()
-            self.task = self.progress.add_task("initializing", total=self.iterations * self.chains)
+            self.task = self.progress.add_task(f"{self.label}: initializing", total=self.iterations * self.chains)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -241,7 +244,7 @@ class TraceLog:
         self.last[chain] = it
         if self.progress is not None:
             self.progress.status = self.stats(line)
-            self.progress.update(self.task, completed=sum(self.last.values()), description="training")
+            self.progress.update(self.task, completed=sum(self.last.values()), description=self.label)
             return
         every = max(1, self.iterations // 10)
         if it % every == 0 or it == self.iterations or it == 1 or "token_f" in line:
@@ -378,17 +381,87 @@ def train_cli(
     config_path: Path = typer.Argument(..., metavar="CONFIG", help="Training config (.cfg)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Output directory (default: paths.output of the config)"),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoints"),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoints (engine configs)"),
+    code: Optional[Path] = typer.Option(None, "--code", "-c",
+                                        help="Python file with extra registered functions (pipeline configs)"),
 ) -> None:
-    """Train an adaptor grammar from a config file.
+    """Train an adaptor grammar, or a spaCy pipeline, from a config file.
 
-    Writes OUTPUT/model, OUTPUT/trace.jsonl, OUTPUT/segmentation.txt,
+    An engine config ([grammar], [corpus], [sampler], [training]) writes
+    OUTPUT/model, OUTPUT/trace.jsonl, OUTPUT/segmentation.txt,
     OUTPUT/checkpoints/ and, with gold words, OUTPUT/scores.json. Ctrl-C
     keeps the checkpoints; rerun with --resume to continue.
+
+    A spaCy pipeline config (it has an [nlp] section; see `spacy-ag
+    init-config`) is built with spaCy's init_nlp, which fits the segmenter and
+    the ag_parser components on the raw text of [corpora.train] with the
+    sampler settings of [ag_training]; the pipeline is scored on [corpora.dev]
+    if it has gold data. Writes OUTPUT/model-last (a pipeline for spacy.load,
+    spacy evaluate and spacy package), OUTPUT/trace.jsonl and OUTPUT/scores.json.
     """
+    from .config import is_pipeline_config
+
     overrides = parse_overrides(ctx.args)
     _require_file(config_path, "config file")
+    if code is not None:
+        from spacy.util import import_file
+
+        _require_file(code, "--code file")
+        import_file("spacy_ag_user_code", code)
+    if is_pipeline_config(config_path):
+        from .pipeline_training import train_pipeline
+
+        if resume:
+            raise ValueError(f"{config_path} is a spaCy pipeline config; --resume works with engine configs only")
+        if output is None:
+            raise ValueError("pass the output directory with --output DIR")
+        train_pipeline(config_path, output, overrides)
+        return
     train_model(config_path, output, overrides, resume=resume, command_args=ctx.args)
+
+
+@app.command("init-config")
+@_errors_as_lines
+def init_config_cli(
+    output: str = typer.Argument(..., metavar="OUTPUT", help="The config file to write, or - for stdout"),
+    lang: Optional[str] = typer.Option(None, "--lang", "-l",
+                                       help="spaCy language code (default: zh, or xx with --phonemes)"),
+    grammar: str = typer.Option("unigram", "--grammar", "-g", help="unigram, colloc or a grammar file"),
+    phonemes: bool = typer.Option(False, "--phonemes",
+                                  help="Phoneme strings (Brent): only whitespace is a hard word boundary"),
+    iterations: int = typer.Option(200, "--iterations", "-n", help="Sampler iterations ([ag_training])"),
+    chains: int = typer.Option(1, "--chains", help="Sampler chains ([ag_training])"),
+) -> None:
+    """Write a starting spaCy pipeline config for `spacy-ag train`, as `spacy init config` does.
+
+    The config has the segmenter tokenizer, a raw-text corpus ([corpora.train],
+    JSONL), optional gold dev data ([corpora.dev], segmented text) and the
+    sampler settings ([ag_training]); it trains as is:
+    spacy-ag train OUTPUT --output DIR --paths.train train.jsonl
+    """
+    from .pipeline_training import init_config_text
+
+    args = [output if output == "-" else Path(output).name]
+    if lang is not None:
+        args += ["--lang", lang]
+    args += ["--grammar", grammar] + (["--phonemes"] if phonemes else [])
+    if iterations != 200:
+        args += ["--iterations", str(iterations)]
+    if chains != 1:
+        args += ["--chains", str(chains)]
+    text = init_config_text(lang=lang, grammar=grammar, phonemes=phonemes, iterations=iterations, chains=chains,
+                            name=args[0], args=shlex.join(args))
+    if output == "-":
+        typer.echo(text, nl=False)
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a directory; give the config file to write")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf8")
+    good(f"Wrote {path}", err=True)
+    info(f"Train it: {PROG} train {path} --output training --paths.train train.jsonl [--paths.dev dev.txt]",
+         err=True)
 
 
 # ---------------------------------------------------------------- applying a model
@@ -668,16 +741,38 @@ def check_grammar_cli(
 @app.command("evaluate")
 @_errors_as_lines
 def evaluate_cli(
-    pred: Path = typer.Argument(..., metavar="PRED", help="Predicted segmentation, one utterance per line"),
-    gold: Path = typer.Argument(..., metavar="GOLD", help="Gold segmentation, one utterance per line"),
+    pred: Path = typer.Argument(..., metavar="PRED",
+                                help="Predicted segmentation, one utterance per line; or a trained pipeline directory"),
+    gold: Path = typer.Argument(..., metavar="GOLD",
+                                help="Gold segmentation, one utterance per line (with a pipeline: or a .spacy DocBin)"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the scores as JSON"),
     no_punct: bool = typer.Option(False, "--no-punct", help="Also score without punctuation tokens"),
     drop_empty: bool = typer.Option(False, "--drop-empty", help="Ignore blank lines in both files"),
 ) -> None:
-    """Token, boundary and type precision/recall/F of PRED against GOLD (ALGORITHMS.md 5.2)."""
+    """Token, boundary and type precision/recall/F of PRED against GOLD (ALGORITHMS.md 5.2).
+
+    With a pipeline directory as PRED (e.g. OUTPUT/model-last of `spacy-ag
+    train`), GOLD's text is segmented by the pipeline and scored with
+    nlp.evaluate: token, boundary and lexicon P/R/F, everything `spacy
+    evaluate` leaves out.
+    """
     from .corpus import DEFAULT_PUNCTUATION
     from .evaluation import evaluate_files, format_scores
 
+    if pred.is_dir():
+        from .pipeline_training import evaluate_pipeline, format_pipeline_scores
+
+        scores = evaluate_pipeline(pred, gold, exclude=DEFAULT_PUNCTUATION if no_punct else None)
+        info(f"Pipeline {pred} on {gold} ({scores['n_examples']} examples):")
+        typer.echo(format_pipeline_scores(scores))
+        if no_punct:
+            typer.echo("without punctuation tokens:")
+            typer.echo(format_pipeline_scores(scores["without_punctuation"]))
+        if json_path is not None:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+            good(f"Scores written to {json_path}", err=True)
+        return
     _require_file(pred, "prediction file")
     _require_file(gold, "gold file")
     scores = evaluate_files(pred, gold, drop_empty=drop_empty)

@@ -30,6 +30,19 @@ mistake (unknown section or key, wrong type, value out of range) is raised as
 a `ConfigError` whose message is one line naming the file and ``section.key``.
 Keys that are left out take the defaults of `SamplerSettings`,
 `TrainingSettings` and the table in `SCHEMA`.
+
+A **spaCy pipeline config** (one with an ``[nlp]`` section, see
+`is_pipeline_config`) is trained by `spacy_ag.pipeline_training` instead. Its
+sampler settings live in a top-level ``[ag_training]`` section (spaCy's
+``[training]`` forbids extra keys), validated by `ag_training_settings`::
+
+    [ag_training]
+    iterations = 200        # null: each component's own `iterations`
+    chains = 1              # null: each component's own `chains`
+    seed = ${system.seed}   # null: each component's own `seed`
+    workers = 0             # processes for the chains (0: one per chain)
+
+    [ag_training.sampler]   # any SamplerSettings field, e.g. anneal_start = 3.0
 """
 from __future__ import annotations
 
@@ -47,9 +60,13 @@ from .corpus import DEFAULT_PUNCTUATION
 from .training import TrainingSettings
 
 __all__ = [
+    "AG_TRAINING_SCHEMA",
     "ConfigError",
     "TrainingConfig",
+    "ag_training_settings",
     "build_model",
+    "is_pipeline_config",
+    "load_pipeline_config",
     "load_config",
     "load_training_config",
     "parse_overrides",
@@ -451,3 +468,110 @@ def build_model(cfg: TrainingConfig):
 def config_text(cfg: TrainingConfig) -> str:
     """The filled config as text (written next to a trained model)."""
     return cfg.config.to_str()
+
+
+# ---------------------------------------------------------------- spaCy pipeline configs
+
+#: [ag_training] key -> (check, default); "sampler" is a subsection of SamplerSettings fields.
+AG_TRAINING_SCHEMA: Dict[str, Tuple[Check, Any]] = {
+    "iterations": (_optional(_int(1), "an integer >= 1"), None),
+    "chains": (_optional(_int(1), "an integer >= 1"), None),
+    "seed": (_optional(_int(0), "an integer >= 0"), None),
+    "workers": (_int(0), 0),
+}
+
+
+def _read_raw(path: Path) -> Config:
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found" if not path.exists() else f"{path}: not a file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read the config file ({err})") from None
+    try:
+        return Config().from_str(text, interpolate=False)
+    except Exception as err:  # configparser errors that confection lets through
+        raise ConfigError(f"{path}: {_one_line(err)}") from None
+
+
+def is_pipeline_config(path: PathLike) -> bool:
+    """True if the config file is a spaCy pipeline config (it has an ``[nlp]`` section)."""
+    return "nlp" in _read_raw(Path(path))
+
+
+def load_pipeline_config(path: PathLike, overrides: Optional[Mapping[str, Any]] = None) -> Config:
+    """Read a pipeline config without interpolating it, with dotted overrides applied.
+
+    ``[ag_training]`` gets its defaults first, so ``--ag_training.iterations 50``
+    works on a config that leaves the section out; every other override must
+    name a key the config has, as in ``spacy train``.
+    """
+    path = Path(path)
+    raw = _read_raw(path)
+    section = raw.setdefault("ag_training", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{path}: [ag_training] must be a section")
+    for key, (_, default) in AG_TRAINING_SCHEMA.items():
+        section.setdefault(key, default)
+    section.setdefault("sampler", {})
+    overrides = dict(overrides or {})
+    for key in overrides:
+        if key.startswith("ag_training.") and key.count(".") == 1 and key.split(".", 1)[1] not in section:
+            raise ConfigError(f"{path}: unknown key in override --{key}; [ag_training] takes "
+                              + ", ".join(list(AG_TRAINING_SCHEMA) + ["sampler.<field>"]))
+        if key.startswith("ag_training.sampler."):
+            name = key.split(".", 2)[2]
+            if name not in SCHEMA["sampler"]:
+                raise ConfigError(f"{path}: unknown key in override --{key}; [ag_training.sampler] takes "
+                                  + ", ".join(SCHEMA["sampler"]))
+            section["sampler"].setdefault(name, SCHEMA["sampler"][name][1])
+    try:
+        return Config().from_str(raw.to_str(), overrides=overrides, interpolate=False)
+    except ConfigValidationError as err:
+        raise ConfigError(f"{path}: {_one_line(err)}") from None
+    except Exception as err:
+        raise ConfigError(f"{path}: {_one_line(err)}") from None
+
+
+def ag_training_settings(config: Mapping[str, Any], path: PathLike):
+    """The checked ``[ag_training]`` section of an *interpolated* pipeline config.
+
+    RETURNS (spacy_ag.components.fitting.FitSettings): The settings.
+    """
+    from .components.fitting import FitSettings
+
+    path = Path(path)
+    section = config.get("ag_training", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{path}: [ag_training] must be a section")
+    known = list(AG_TRAINING_SCHEMA) + ["sampler"]
+    for key, value in section.items():
+        if key not in known:
+            raise ConfigError(f"{_where(path, 'ag_training', key)} is not a setting; [ag_training] takes "
+                              + ", ".join(known))
+        if key != "sampler" and isinstance(value, Mapping):
+            raise ConfigError(f"{_where(path, 'ag_training', key)} must be a value, not a subsection")
+    values: Dict[str, Any] = {}
+    for key, (check, default) in AG_TRAINING_SCHEMA.items():
+        if key not in section:
+            values[key] = default
+            continue
+        try:
+            values[key] = check(section[key])
+        except _Bad as bad:
+            raise ConfigError(f"{_where(path, 'ag_training', key)} must be {bad.expected}, "
+                              f"got {section[key]!r}") from None
+    sampler = section.get("sampler") or {}
+    if not isinstance(sampler, Mapping):
+        raise ConfigError(f"{_where(path, 'ag_training', 'sampler')} must be a section")
+    checked = {}
+    for key, value in sampler.items():
+        if key not in SCHEMA["sampler"]:
+            raise ConfigError(f"{_where(path, 'ag_training.sampler', key)} is not a sampler setting; "
+                              "[ag_training.sampler] takes " + ", ".join(SCHEMA["sampler"]))
+        try:
+            checked[key] = SCHEMA["sampler"][key][0](value)
+        except _Bad as bad:
+            raise ConfigError(f"{_where(path, 'ag_training.sampler', key)} must be {bad.expected}, "
+                              f"got {value!r}") from None
+    return FitSettings(sampler=checked, **values)

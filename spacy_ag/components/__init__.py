@@ -3,7 +3,9 @@
 * ``spacy-ag.Segmenter.v1`` (tokenizer): unsupervised word segmentation (`segmenter`);
 * ``ag_parser`` (pipeline component): trees of an adaptor grammar (`parser`);
 * ``spacy-ag.segmentation_scorer.v1`` (scorer): token/boundary/lexicon P/R/F (`scoring`);
-* ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`).
+* ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`);
+* `observe_fitting` (`fitting`): watch the sampler's trace (and override its
+  settings) while ``nlp.initialize`` fits the segmenter and ag_parser.
 
 All are registered both by decorators (importing this package) and by entry
 points in pyproject.toml, so configs, ``nlp.add_pipe("ag_parser")`` and
@@ -11,6 +13,7 @@ points in pyproject.toml, so configs, ``nlp.add_pipe("ag_parser")`` and
 spaCy at import time; the numba engine is imported when a model is fitted or
 loaded, so spaCy's start-up (which imports every factory module) stays fast.
 """
+from .fitting import FitObserver, FitSettings, observe_fitting
 from .parser import AGParser, install_extensions, make_ag_parser
 from .readers import SegmentedCorpus, create_segmented_corpus
 from .scoring import make_segmentation_scorer, score_segmentation
@@ -19,6 +22,8 @@ from .segmenter import BUILTIN_GRAMMARS, Segmenter, create_segmenter
 __all__ = [
     "AGParser",
     "BUILTIN_GRAMMARS",
+    "FitObserver",
+    "FitSettings",
     "SegmentedCorpus",
     "Segmenter",
     "create_segmented_corpus",
@@ -26,5 +31,6 @@ __all__ = [
     "install_extensions",
     "make_ag_parser",
     "make_segmentation_scorer",
+    "observe_fitting",
     "score_segmentation",
 ]

@@ -55,6 +55,7 @@ from spacy.tokens import Doc, Span, SpanGroup, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from .fitting import fit_adaptor_grammar
 from .segmenter import (
     ModelSerializer, is_dummy_examples, load_grammar, load_model_dir,
 )
@@ -232,8 +233,8 @@ class AGParser(ModelSerializer, Pipe):
                                mode="chars")
         logger.info("%s: fitting %s on %d texts, %d iterations", self.name, cfg["grammar"], len(texts),
                     cfg["iterations"])
-        model.fit(texts, iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
-        return model
+        return fit_adaptor_grammar(model, texts, component=self.name, grammar=str(cfg["grammar"]),
+                                   iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
 
     # -------------------------------------------------------------- annotating
     def __call__(self, doc: Doc) -> Doc:

@@ -11,12 +11,16 @@ format) and yields one `Example` per non-blank line:
 Use it for ``[corpora.dev]`` so that ``nlp.evaluate`` and the training loop
 score segmentation; as ``[corpora.train]`` the segmenter and ag_parser only
 read the examples' raw text, so the gold words are ignored there.
+
+``path = null`` is an empty corpus (no examples): a config can leave its gold
+dev data optional (``path = ${paths.dev}`` with ``dev = null``), and
+``spacy-ag train`` then skips the evaluation.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterator, Optional, Union
 
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -30,15 +34,17 @@ __all__ = ["SegmentedCorpus", "create_segmented_corpus"]
 class SegmentedCorpus:
     """Iterate the Examples of a gold-segmented text file (see the module doc).
 
-    path (str / Path): The file.
+    path (str / Path / None): The file; None is an empty corpus.
     limit (int): Read at most this many utterances (0: all).
     """
 
-    def __init__(self, path: Union[str, os.PathLike], *, limit: int = 0) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Optional[Union[str, os.PathLike]], *, limit: int = 0) -> None:
+        self.path = Path(path) if path is not None else None
         self.limit = limit
 
     def __call__(self, nlp) -> Iterator[Example]:
+        if self.path is None:
+            return
         if not self.path.exists():
             raise FileNotFoundError(f"spacy-ag.SegmentedCorpus.v1: file not found: {self.path}")
         n = 0
@@ -54,10 +60,11 @@ class SegmentedCorpus:
 
 
 @registry.readers("spacy-ag.SegmentedCorpus.v1")
-def create_segmented_corpus(path: Path, limit: int = 0) -> Callable[..., Iterator[Example]]:
+def create_segmented_corpus(path: Optional[Path], limit: int = 0) -> Callable[..., Iterator[Example]]:
     """Registered reader ``spacy-ag.SegmentedCorpus.v1``.
 
-    path (Path): A gold-segmented text file (words separated by whitespace).
+    path (Optional[Path]): A gold-segmented text file (words separated by
+        whitespace); null for an empty corpus.
     limit (int): Read at most this many utterances (0: all).
     RETURNS (Callable[[Language], Iterator[Example]]): The corpus.
     """

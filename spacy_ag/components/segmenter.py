@@ -59,6 +59,7 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from ..corpus import DEFAULT_PUNCTUATION
+from .fitting import fit_adaptor_grammar
 
 logger = logging.getLogger("spacy_ag")
 
@@ -445,8 +446,8 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
                                split_at=self.boundary or None)
         logger.info("spacy-ag segmenter: fitting %s on %d chunks, %d iterations",
                     cfg["grammar"], len(lines), cfg["iterations"])
-        model.fit(lines, iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
-        return model
+        return fit_adaptor_grammar(model, lines, component="tokenizer", grammar=str(cfg["grammar"]),
+                                   iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
 
     # -------------------------------------------------------------- scoring
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
