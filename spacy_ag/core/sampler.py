@@ -49,6 +49,28 @@ class Workspace:
 
 
 @njit(cache=True)
+def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh, stack, marked):
+    """The Metropolis-Hastings test (3.9) between a removed analysis and a proposal.
+
+    On return exactly one of them is in the state and the other is freed;
+    the result says which (ACCEPTED: the proposal) and whether they were equal.
+    """
+    if same_analysis(S, new, old, stack, marked):
+        add(G, S, old, collapsed, stack)
+        free_tree(S, new, stack)
+        return UNCHANGED
+    lp_new = add(G, S, new, collapsed, stack)
+    log_acc = inv_temp * (lp_new - lp_old) + (lr_old - lr_new)
+    if (not use_mh) or math.log(uniform_pos(S.rng)) < min(0.0, log_acc):
+        free_tree(S, old, stack)
+        return ACCEPTED
+    remove(G, S, new, collapsed, stack)
+    add(G, S, old, collapsed, stack)
+    free_tree(S, new, stack)
+    return REJECTED
+
+
+@njit(cache=True)
 def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, tasks, buf,
              stack, marked, stats):
     old = S.sent_root[d]
@@ -61,22 +83,11 @@ def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, 
         return False
     new, lr_new = sample_tree(G, S, words, n, rho, chart, scale, ynode, G.start, -1, inv_temp,
                               S.rng, tasks, buf)
-    if same_analysis(S, new, old, stack, marked):
-        add(G, S, old, collapsed, stack)
-        free_tree(S, new, stack)
-        stats[UNCHANGED] += 1
-        return True
-    lp_new = add(G, S, new, collapsed, stack)
-    log_acc = inv_temp * (lp_new - lp_old) + (lr_old - lr_new)
-    if (not use_mh) or math.log(uniform_pos(S.rng)) < min(0.0, log_acc):
+    outcome = _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh, stack,
+                      marked)
+    if outcome == ACCEPTED:
         S.sent_root[d] = new
-        free_tree(S, old, stack)
-        stats[ACCEPTED] += 1
-    else:
-        remove(G, S, new, collapsed, stack)
-        add(G, S, old, collapsed, stack)
-        free_tree(S, new, stack)
-        stats[REJECTED] += 1
+    stats[outcome] += 1
     return True
 
 
@@ -181,21 +192,10 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
         inside(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp)
         new, lr_new = sample_tree(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp, S.rng,
                                   tasks, buf)
-        if same_analysis(S, new, old, stack, marked):
-            add(G, S, old, collapsed, stack)
-            free_tree(S, new, stack)
-            stats[LABEL_UNCHANGED] += 1
-        else:
-            lp_new = add(G, S, new, collapsed, stack)
-            log_acc = inv_temp * (lp_new - lp_old) + (lr_old - lr_new)
-            if math.log(uniform_pos(S.rng)) < min(0.0, log_acc):
-                S.tab_label[k] = new
-                free_tree(S, old, stack)
-                stats[LABEL_ACCEPTED] += 1
-            else:
-                remove(G, S, new, collapsed, stack)
-                add(G, S, old, collapsed, stack)
-                free_tree(S, new, stack)
-                stats[LABEL_REJECTED] += 1
+        outcome = _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, True, stack,
+                          marked)
+        if outcome == ACCEPTED:
+            S.tab_label[k] = new
+        stats[outcome + LABEL_ACCEPTED] += 1
         pos += 1
     return pos
