@@ -6,7 +6,6 @@ compiled kernels -> a trained state, which parses and segments new text.
 from __future__ import annotations
 
 import io
-import json
 import os
 import zipfile
 from dataclasses import asdict
@@ -19,7 +18,7 @@ from .core.chain import SamplerSettings, UnparseableSentence, pack_corpus
 from .core.compiled import CompiledGrammar
 from .core.state import State
 from .core.viterbi import (
-    ITEM_RULE, ITEM_TABLE, ITEM_TERM, log_rho, segment_batch, viterbi_chart, viterbi_items,
+    ITEM_TABLE, ITEM_TERM, log_rho, segment_batch, viterbi_chart, viterbi_items,
 )
 from .corpus import Corpus, read_corpus
 from .grammar import (
@@ -28,8 +27,8 @@ from .grammar import (
 )
 from .grammar.checks import uncovered_error
 from .serialize import (
-    FORMAT_VERSION, ModelFileError, meta_header, read_npz, state_arrays, state_from_arrays,
-    write_npz_atomic,
+    ModelFileError, meta_header, npz_bytes, read_npz, read_npz_bytes, state_arrays, state_from_arrays,
+    write_npz_atomic, zip_bytes,
 )
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
@@ -326,8 +325,8 @@ class AdaptorGrammar:
         (fixed timestamps, sorted members) so equal models give equal bytes. No pickle."""
         self._require_state()
         members = {"grammar.lt": write_pycfg(self.grammar, include_options=True).encode("utf8"),
-                   "state.npz": _npz_bytes(state_arrays(self.state), self._meta())}
-        return _zip_bytes(members)
+                   "state.npz": npz_bytes(state_arrays(self.state), self._meta())}
+        return zip_bytes(members)
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "AdaptorGrammar":
@@ -340,7 +339,7 @@ class AdaptorGrammar:
         for name in ("grammar.lt", "state.npz"):
             if name not in members:
                 raise ModelFileError(f"{source}: not a spacy-ag model ({name} missing)")
-        arrays, meta = _read_npz_bytes(members["state.npz"], f"{source}/state.npz", "model")
+        arrays, meta = read_npz_bytes(members["state.npz"], f"{source}/state.npz", "model")
         return cls._from_parts(members["grammar.lt"].decode("utf8"), f"{source}/grammar.lt", arrays, meta,
                                f"{source}/state.npz")
 
@@ -372,56 +371,5 @@ class AdaptorGrammar:
         grammar_file = path / "grammar.lt"
         if not grammar_file.exists():
             raise ModelFileError(f"{grammar_file}: file not found; the model directory is incomplete")
-        grammar = parse_grammar_text(grammar_file.read_text(encoding="utf8"), fmt="pycfg",
-                                     source=str(grammar_file), start=meta["start"])
-        model = cls(grammar, segment_category=meta["segment_category"], mode=meta["mode"],
-                    split_at=meta.get("split_at"), sampler=SamplerSettings(**meta["sampler"]))
-        state = state_from_arrays(arrays, str(path / "state.npz"))
-        G = model.compiled.arrays
-        if state.f.shape[0] != G.rule_parent.shape[0] or state.ad_a.shape[0] != G.adaptor_nt.shape[0]:
-            raise ModelFileError(f"{path / 'state.npz'}: state does not match {grammar_file}")
-        model.state = state
-        model.trace = meta.get("trace_tail", [])
-        return model
-
-
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-def _zip_bytes(members: Dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name in sorted(members):
-            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, members[name])
-    return buf.getvalue()
-
-
-def _npz_bytes(arrays: Dict[str, np.ndarray], meta: Dict) -> bytes:
-    """An .npz archive (readable by `np.load`) with the JSON header as `__meta__`, byte-stable."""
-    payload = dict(arrays)
-    payload["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf8"), dtype=np.uint8)
-    members = {}
-    for name, arr in payload.items():
-        out = io.BytesIO()
-        np.lib.format.write_array(out, np.asanyarray(arr), allow_pickle=False)
-        members[name + ".npy"] = out.getvalue()
-    return _zip_bytes(members)
-
-
-def _read_npz_bytes(data: bytes, source: str, kind: str):
-    """`serialize.read_npz` for in-memory data: the same checks, the same messages."""
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-        raise ModelFileError(f"{source}: damaged or not a spacy-ag {kind} file ({err}); "
-                             "retrain or restore it from a backup") from None
-    version = meta.get("format_version")
-    if meta.get("kind") != kind or version != FORMAT_VERSION:
-        raise ModelFileError(f"{source}: a {meta.get('kind')!r} file of format {version!r}, expected a "
-                             f"{kind!r} file of format {FORMAT_VERSION}; use the spacy-ag version "
-                             "that wrote it")
-    return arrays, meta
+        return cls._from_parts(grammar_file.read_text(encoding="utf8"), str(grammar_file), arrays, meta,
+                               str(path / "state.npz"))

@@ -1,6 +1,7 @@
 """Saving sampler states and model directories: numpy and JSON, versioned, no pickle."""
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 import os
@@ -52,12 +53,10 @@ def write_npz_atomic(path: Path, arrays: Dict[str, np.ndarray], meta: Dict[str, 
     """One file holding arrays plus a JSON header, replaced atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(arrays)
-    payload["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf8"), dtype=np.uint8)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **payload)
+            f.write(npz_bytes(arrays, meta))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -71,22 +70,52 @@ def read_npz(path: Path, kind: str) -> Tuple[Dict[str, np.ndarray], Dict[str, An
     path = Path(path)
     if not path.exists():
         raise ModelFileError(f"{path}: file not found")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-        raise ModelFileError(f"{path}: damaged or not a spacy-ag {kind} file ({err}); "
-                             "retrain or restore it from a backup") from None
-    version = meta.get("format_version")
-    if meta.get("kind") != kind or version != FORMAT_VERSION:
-        raise ModelFileError(f"{path}: a {meta.get('kind')!r} file of format {version!r}, expected a "
-                             f"{kind!r} file of format {FORMAT_VERSION}; use the spacy-ag version "
-                             "that wrote it")
-    return arrays, meta
+    return read_npz_bytes(path.read_bytes(), str(path), kind)
 
 
 def meta_header(kind: str, **fields) -> Dict[str, Any]:
     from . import __version__
 
     return {"kind": kind, "format_version": FORMAT_VERSION, "spacy_ag_version": __version__, **fields}
+
+
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def zip_bytes(members: Dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, members[name])
+    return buf.getvalue()
+
+
+def npz_bytes(arrays: Dict[str, np.ndarray], meta: Dict) -> bytes:
+    """An .npz archive (readable by `np.load`) with the JSON header as `__meta__`, byte-stable."""
+    payload = dict(arrays)
+    payload["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf8"), dtype=np.uint8)
+    members = {}
+    for name, arr in payload.items():
+        out = io.BytesIO()
+        np.lib.format.write_array(out, np.asanyarray(arr), allow_pickle=False)
+        members[name + ".npy"] = out.getvalue()
+    return zip_bytes(members)
+
+
+def read_npz_bytes(data: bytes, source: str, kind: str):
+    """Arrays and JSON header of an in-memory npz, checked for kind and format version."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise ModelFileError(f"{source}: damaged or not a spacy-ag {kind} file ({err}); "
+                             "retrain or restore it from a backup") from None
+    version = meta.get("format_version")
+    if meta.get("kind") != kind or version != FORMAT_VERSION:
+        raise ModelFileError(f"{source}: a {meta.get('kind')!r} file of format {version!r}, expected a "
+                             f"{kind!r} file of format {FORMAT_VERSION}; use the spacy-ag version "
+                             "that wrote it")
+    return arrays, meta

@@ -49,13 +49,18 @@ from __future__ import annotations
 import logging
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union,
+)
 
 import srsly
 from spacy import util
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 from spacy.vocab import Vocab
 
 from ..corpus import DEFAULT_PUNCTUATION

@@ -189,7 +189,6 @@ def _push(tasks, n_tasks, sym, i, j, parent):
 @njit(cache=True)
 def log_rho(G, S, lrho, collapsed):
     """log theta' of every rule under the full trained state."""
-    n_ad = S.ad_m.shape[0]
     for r in range(lrho.shape[0]):
         A = G.rule_parent[r]
         if collapsed:
