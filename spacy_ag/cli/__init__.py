@@ -1,0 +1,41 @@
+"""The ``spacy-ag`` command line (also ``python -m spacy_ag``).
+
+Commands: ``train`` (config-driven MCMC training, spaCy-style dotted
+overrides, checkpoints and ``--resume``; or, given a spaCy pipeline config,
+a pipeline directory), ``init-config`` (a starting pipeline config),
+``segment`` and ``parse`` (apply a trained model), ``check-grammar``,
+``evaluate`` (files or a pipeline) and ``demo`` (a self-contained run on
+generated data). Each lives in its own module; ``_common`` holds what they share.
+
+Every expected failure (missing file, bad grammar, bad config, damaged model,
+unreadable corpus) prints one line ``✘ <message>`` to stderr and exits with
+code 1. Set ``SPACY_AG_DEBUG=1`` to get Python tracebacks instead.
+
+The heavy modules (numba kernels) are imported inside the commands that need
+them, so ``--help``, ``check-grammar`` and ``evaluate`` start quickly.
+"""
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="spacy-ag",
+    help="Adaptor grammars: train by MCMC, segment and parse text, check grammars, score segmentations.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+# The command modules register themselves on `app` when imported, so `app`
+# must exist first; the import order is the order of `spacy-ag --help`.
+from . import train, init_config, segment_parse, grammar, evaluate, demo  # noqa: E402,F401
+# Re-exported: spacy_ag.pipeline_training and library users import these from spacy_ag.cli.
+from ._common import DEBUG_ENV, PROG, TraceLog, TrainingStopped, fail, good, info, warn  # noqa: E402
+from .train import TrainingResult, sentence_gold, train_model  # noqa: E402
+
+__all__ = ["app", "main", "DEBUG_ENV", "PROG", "TraceLog", "TrainingResult", "TrainingStopped", "fail", "good",
+           "info", "sentence_gold", "train_model", "warn"]
+
+
+def main() -> None:  # console entry point alternative to `app`
+    app(prog_name=PROG)

@@ -1,0 +1,60 @@
+"""`spacy-ag evaluate`: score a segmentation file, or a trained pipeline, against gold words."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from ._common import _errors_as_lines, _require_file, good, info
+
+
+@app.command("evaluate")
+@_errors_as_lines
+def evaluate_cli(
+    pred: Path = typer.Argument(..., metavar="PRED",
+                                help="Predicted segmentation, one utterance per line; or a trained pipeline directory"),
+    gold: Path = typer.Argument(..., metavar="GOLD",
+                                help="Gold segmentation, one utterance per line (with a pipeline: or a .spacy DocBin)"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the scores as JSON"),
+    no_punct: bool = typer.Option(False, "--no-punct", help="Also score without punctuation tokens"),
+    drop_empty: bool = typer.Option(False, "--drop-empty", help="Ignore blank lines in both files"),
+) -> None:
+    """Token, boundary and type precision/recall/F of PRED against GOLD (ALGORITHMS.md 5.2).
+
+    With a pipeline directory as PRED (e.g. OUTPUT/model-last of `spacy-ag
+    train`), GOLD's text is segmented by the pipeline and scored with
+    nlp.evaluate: token, boundary and lexicon P/R/F, everything `spacy
+    evaluate` leaves out.
+    """
+    from ..corpus import DEFAULT_PUNCTUATION
+    from ..evaluation import evaluate_files, format_scores
+
+    if pred.is_dir():
+        from ..pipeline_training import evaluate_pipeline, format_pipeline_scores
+
+        scores = evaluate_pipeline(pred, gold, exclude=DEFAULT_PUNCTUATION if no_punct else None)
+        info(f"Pipeline {pred} on {gold} ({scores['n_examples']} examples):")
+        typer.echo(format_pipeline_scores(scores))
+        if no_punct:
+            typer.echo("without punctuation tokens:")
+            typer.echo(format_pipeline_scores(scores["without_punctuation"]))
+        if json_path is not None:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+            good(f"Scores written to {json_path}", err=True)
+        return
+    _require_file(pred, "prediction file")
+    _require_file(gold, "gold file")
+    scores = evaluate_files(pred, gold, drop_empty=drop_empty)
+    typer.echo(format_scores(scores))
+    if no_punct:
+        scores["without_punctuation"] = evaluate_files(pred, gold, DEFAULT_PUNCTUATION, drop_empty=drop_empty)
+        typer.echo("without punctuation tokens:")
+        typer.echo(format_scores(scores["without_punctuation"]))
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+        good(f"Scores written to {json_path}", err=True)

@@ -1,0 +1,55 @@
+"""`spacy-ag init-config`: write a starting spaCy pipeline config, as `spacy init config` does."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from ._common import PROG, _errors_as_lines, good, info
+
+
+@app.command("init-config")
+@_errors_as_lines
+def init_config_cli(
+    output: str = typer.Argument(..., metavar="OUTPUT", help="The config file to write, or - for stdout"),
+    lang: Optional[str] = typer.Option(None, "--lang", "-l",
+                                       help="spaCy language code (default: zh, or xx with --phonemes)"),
+    grammar: str = typer.Option("unigram", "--grammar", "-g", help="unigram, colloc or a grammar file"),
+    phonemes: bool = typer.Option(False, "--phonemes",
+                                  help="Phoneme strings (Brent): only whitespace is a hard word boundary"),
+    iterations: int = typer.Option(200, "--iterations", "-n", help="Sampler iterations ([ag_training])"),
+    chains: int = typer.Option(1, "--chains", help="Sampler chains ([ag_training])"),
+) -> None:
+    """Write a starting spaCy pipeline config for `spacy-ag train`, as `spacy init config` does.
+
+    The config has the segmenter tokenizer, a raw-text corpus ([corpora.train],
+    JSONL), optional gold dev data ([corpora.dev], segmented text) and the
+    sampler settings ([ag_training]); it trains as is:
+    spacy-ag train OUTPUT --output DIR --paths.train train.jsonl
+    """
+    from ..pipeline_training import init_config_text
+
+    args = [output if output == "-" else Path(output).name]
+    if lang is not None:
+        args += ["--lang", lang]
+    args += ["--grammar", grammar] + (["--phonemes"] if phonemes else [])
+    if iterations != 200:
+        args += ["--iterations", str(iterations)]
+    if chains != 1:
+        args += ["--chains", str(chains)]
+    text = init_config_text(lang=lang, grammar=grammar, phonemes=phonemes, iterations=iterations, chains=chains,
+                            name=args[0], args=shlex.join(args))
+    if output == "-":
+        typer.echo(text, nl=False)
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a directory; give the config file to write")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf8")
+    good(f"Wrote {path}", err=True)
+    info(f"Train it: {PROG} train {path} --output training --paths.train train.jsonl [--paths.dev dev.txt]",
+         err=True)

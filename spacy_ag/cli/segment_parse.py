@@ -1,0 +1,183 @@
+"""`spacy-ag segment` and `spacy-ag parse`: apply a trained model to text, line by line.
+
+Both read INPUT (a file or stdin) in batches, write stdout or a file that only
+appears complete, and show a line count on a terminal; the helpers for that are
+shared here.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator, List, Optional, TextIO, Tuple
+
+import typer
+
+from . import app
+from ._common import _errors_as_lines, _require_file, good, warn
+
+
+def _model_dir(path: Path) -> Path:
+    """Accept the model directory or a training output directory holding model/."""
+    if not (path / "state.npz").exists() and (path / "model" / "state.npz").exists():
+        return path / "model"
+    return path
+
+
+def _load_model(path: Path):
+    from ..model import AdaptorGrammar
+
+    if not path.exists():
+        raise FileNotFoundError(f"model directory not found: {path}")
+    return AdaptorGrammar.load(_model_dir(path))
+
+
+def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
+    from ..corpus import iter_lines
+
+    if source == "-":
+        for number, raw in enumerate(sys.stdin, 1):
+            yield number, raw.rstrip("\n").rstrip("\r")
+        return
+    path = Path(source)
+    _require_file(path, "input file")
+    yield from iter_lines(path)
+
+
+def _batches(lines: Iterator[Tuple[int, str]], size: int) -> Iterator[List[Tuple[int, str]]]:
+    batch: List[Tuple[int, str]] = []
+    for item in lines:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class _Writer:
+    """stdout or a file (written to a temporary name, renamed when complete)."""
+
+    def __init__(self, path: Optional[Path]):
+        self.path = path
+        self.tmp = None if path is None else path.with_name(path.name + ".part")
+        self.stream: Optional[TextIO] = None
+
+    def __enter__(self) -> TextIO:
+        if self.path is None:
+            self.stream = sys.stdout
+        else:
+            if self.path.parent and not self.path.parent.exists():
+                self.path.parent.mkdir(parents=True)
+            self.stream = open(self.tmp, "w", encoding="utf8", newline="\n")
+        return self.stream
+
+    def __exit__(self, exc_type, *rest) -> None:
+        if self.path is None:
+            self.stream.flush()
+            return
+        self.stream.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        elif self.tmp.exists():
+            self.tmp.unlink()
+
+
+def _line_progress(source: str, enabled: bool):
+    """A transient spinner with a line count on stderr (terminal only)."""
+    if not enabled or not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} lines"),
+                        TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    return progress
+
+
+@app.command("segment")
+@_errors_as_lines
+def segment_cli(
+    model_path: Path = typer.Argument(..., metavar="MODEL", help="Model directory (OUTPUT/model of train)"),
+    input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one utterance per line; - for stdin"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
+    category: Optional[str] = typer.Option(None, "--category", "-c",
+                                           help="Segmentation category (default: the model's, e.g. Word)"),
+    batch_size: int = typer.Option(1000, "--batch-size", help="Lines segmented per call", min=1),
+) -> None:
+    """Segment each line of INPUT into words, printed separated by single spaces."""
+    model = _load_model(model_path)
+    if category is not None and category not in model.grammar.nonterminals:
+        raise ValueError(f"--category {category!r} is not a nonterminal of the model's grammar; choose one of "
+                         + ", ".join(model.grammar.nonterminals))
+    progress = _line_progress("segmenting", output is not None)
+    with _Writer(output) as out:
+        task = None
+        if progress is not None:
+            progress.start()
+            task = progress.add_task("segmenting", total=None)
+        try:
+            for batch in _batches(_input_lines(input_path), batch_size):
+                texts = [text for _, text in batch]
+                for words in model.segment(texts, category):
+                    out.write(" ".join(words) + "\n")
+                if progress is not None:
+                    progress.advance(task, len(batch))
+        finally:
+            if progress is not None:
+                progress.stop()
+    if output is not None:
+        good(f"Segmentation written to {output}", err=True)
+
+
+@app.command("parse")
+@_errors_as_lines
+def parse_cli(
+    model_path: Path = typer.Argument(..., metavar="MODEL", help="Model directory (OUTPUT/model of train)"),
+    input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one sentence per line; - for stdin"),
+    compact: bool = typer.Option(True, "--compact/--full",
+                                 help="Only adapted nodes and the root (py-cfg -C), or every node"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
+) -> None:
+    """Print the most probable tree of each line of INPUT, bracketed, one per line.
+
+    A line the grammar cannot parse prints `(no parse)` and a warning on stderr.
+    """
+    model = _load_model(model_path)
+    known = model.compiled.term_index
+    progress = _line_progress("parsing", output is not None)
+    failed = 0
+    with _Writer(output) as out:
+        task = None
+        if progress is not None:
+            progress.start()
+            task = progress.add_task("parsing", total=None)
+        try:
+            for batch in _batches(_input_lines(input_path), 200):
+                texts = []
+                for _, text in batch:
+                    texts.append(text.split() if model.mode == "tokens" else [c for c in text if not c.isspace()])
+                trees = model.parse([t for t in texts if t])
+                trees_iter = iter(trees)
+                for (number, _), terms in zip(batch, texts):
+                    if not terms:
+                        out.write("\n")
+                        continue
+                    tree = next(trees_iter)
+                    if tree is None:
+                        failed += 1
+                        out.write("(no parse)\n")
+                        unknown = sorted({t for t in terms if t not in known})
+                        why = (f"{len(unknown)} symbol(s) the grammar does not know: "
+                               + " ".join(repr(t) for t in unknown[:5])) if unknown else "the grammar has no parse"
+                        warn(f"{input_path}:{number}: no parse ({why})")
+                    else:
+                        out.write(tree.bracketed(compact=compact) + "\n")
+                if progress is not None:
+                    progress.advance(task, len(batch))
+        finally:
+            if progress is not None:
+                progress.stop()
+    if output is not None:
+        good(f"Trees written to {output}" + (f" ({failed} lines without a parse)" if failed else ""), err=True)
+
