@@ -1,0 +1,50 @@
+"""Variational expectations of the online and batch variational algorithms (ALGORITHMS.md 4.3).
+
+The first piece of the variational engine (issue 4): the approximating PCFG
+of the variational algorithm has the same shape as MCMC's G', with weights
+exp(E_q[log theta]) for rules and exp(E_q[log pi]) for grammaton entries, so
+these functions produce exactly the `rho` and cache weights that the shared
+inside and sampling kernels consume. numba has lgamma but no digamma, hence
+the small routine below (6, Special functions).
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def digamma(x):
+    """psi(x) for x > 0: shift up with psi(x) = psi(x + 1) - 1/x, then the asymptotic series
+    (from x >= 12 its first omitted term is below 1e-14)."""
+    if not x > 0.0:
+        raise ValueError("digamma needs a positive argument")
+    shift = 0.0
+    while x < 12.0:
+        shift -= 1.0 / x
+        x += 1.0
+    inv = 1.0 / x
+    inv2 = inv * inv
+    series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 / 132))))
+    return shift + math.log(x) - 0.5 * inv - series
+
+
+@njit(cache=True)
+def expected_log_theta(gamma, rule_parent, n_nt, out):
+    """E_q[log theta_r] = psi(gamma_r) - psi(sum of gamma over r's parent) (Eq. 8)."""
+    totals = np.zeros(n_nt)
+    for r in range(gamma.shape[0]):
+        totals[rule_parent[r]] += gamma[r]
+    for r in range(gamma.shape[0]):
+        out[r] = digamma(gamma[r]) - digamma(totals[rule_parent[r]])
+
+
+@njit(cache=True)
+def stick_expectations(nu1, nu2, log_pi):
+    """E_q[log pi_i] of every listed entry (Eq. 7); returns E_q[log rho], the base-draw mass."""
+    rest = 0.0  # sum over earlier sticks of E_q[log(1 - V_j)]
+    for i in range(nu1.shape[0]):
+        total = digamma(nu1[i] + nu2[i])
+        log_pi[i] = digamma(nu1[i]) - total + rest
+        rest += digamma(nu2[i]) - total
+    return rest
