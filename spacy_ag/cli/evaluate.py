@@ -41,10 +41,7 @@ def evaluate_cli(
         if no_punct:
             typer.echo("without punctuation tokens:")
             typer.echo(format_pipeline_scores(scores["without_punctuation"]))
-        if json_path is not None:
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
-            good(f"Scores written to {json_path}", err=True)
+        _write_json(json_path, scores)
         return
     _require_file(pred, "prediction file")
     _require_file(gold, "gold file")
@@ -54,7 +51,12 @@ def evaluate_cli(
         scores["without_punctuation"] = evaluate_files(pred, gold, DEFAULT_PUNCTUATION, drop_empty=drop_empty)
         typer.echo("without punctuation tokens:")
         typer.echo(format_scores(scores["without_punctuation"]))
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
-        good(f"Scores written to {json_path}", err=True)
+    _write_json(json_path, scores)
+
+
+def _write_json(path: Optional[Path], scores) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+    good(f"Scores written to {path}", err=True)

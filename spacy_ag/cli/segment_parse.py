@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, List, Optional, TextIO, Tuple
 
@@ -83,16 +84,19 @@ class _Writer:
             self.tmp.unlink()
 
 
-def _line_progress(source: str, enabled: bool):
-    """A transient spinner with a line count on stderr (terminal only)."""
+@contextmanager
+def _line_progress(label: str, enabled: bool):
+    """Yield `advance(n_lines)`: a transient spinner with a line count on stderr (terminal only)."""
     if not enabled or not sys.stderr.isatty():
-        return None
+        yield lambda n: None
+        return
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} lines"),
-                        TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-    return progress
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} lines"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(label, total=None)
+        yield lambda n: progress.advance(task, n)
 
 
 @app.command("segment")
@@ -110,22 +114,12 @@ def segment_cli(
     if category is not None and category not in model.grammar.nonterminals:
         raise ValueError(f"--category {category!r} is not a nonterminal of the model's grammar; choose one of "
                          + ", ".join(model.grammar.nonterminals))
-    progress = _line_progress("segmenting", output is not None)
-    with _Writer(output) as out:
-        task = None
-        if progress is not None:
-            progress.start()
-            task = progress.add_task("segmenting", total=None)
-        try:
-            for batch in _batches(_input_lines(input_path), batch_size):
-                texts = [text for _, text in batch]
-                for words in model.segment(texts, category):
-                    out.write(" ".join(words) + "\n")
-                if progress is not None:
-                    progress.advance(task, len(batch))
-        finally:
-            if progress is not None:
-                progress.stop()
+    with _Writer(output) as out, _line_progress("segmenting", output is not None) as advance:
+        for batch in _batches(_input_lines(input_path), batch_size):
+            texts = [text for _, text in batch]
+            for words in model.segment(texts, category):
+                out.write(" ".join(words) + "\n")
+            advance(len(batch))
     if output is not None:
         good(f"Segmentation written to {output}", err=True)
 
@@ -145,39 +139,28 @@ def parse_cli(
     """
     model = _load_model(model_path)
     known = model.compiled.term_index
-    progress = _line_progress("parsing", output is not None)
     failed = 0
-    with _Writer(output) as out:
-        task = None
-        if progress is not None:
-            progress.start()
-            task = progress.add_task("parsing", total=None)
-        try:
-            for batch in _batches(_input_lines(input_path), 200):
-                texts = []
-                for _, text in batch:
-                    texts.append(text.split() if model.mode == "tokens" else [c for c in text if not c.isspace()])
-                trees = model.parse([t for t in texts if t])
-                trees_iter = iter(trees)
-                for (number, _), terms in zip(batch, texts):
-                    if not terms:
-                        out.write("\n")
-                        continue
-                    tree = next(trees_iter)
-                    if tree is None:
-                        failed += 1
-                        out.write("(no parse)\n")
-                        unknown = sorted({t for t in terms if t not in known})
-                        why = (f"{len(unknown)} symbol(s) the grammar does not know: "
-                               + " ".join(repr(t) for t in unknown[:5])) if unknown else "the grammar has no parse"
-                        warn(f"{input_path}:{number}: no parse ({why})")
-                    else:
-                        out.write(tree.bracketed(compact=compact) + "\n")
-                if progress is not None:
-                    progress.advance(task, len(batch))
-        finally:
-            if progress is not None:
-                progress.stop()
+    with _Writer(output) as out, _line_progress("parsing", output is not None) as advance:
+        for batch in _batches(_input_lines(input_path), 200):
+            texts = []
+            for _, text in batch:
+                texts.append(text.split() if model.mode == "tokens" else [c for c in text if not c.isspace()])
+            trees = iter(model.parse([t for t in texts if t]))
+            for (number, _), terms in zip(batch, texts):
+                if not terms:
+                    out.write("\n")
+                    continue
+                tree = next(trees)
+                if tree is None:
+                    failed += 1
+                    out.write("(no parse)\n")
+                    unknown = sorted({t for t in terms if t not in known})
+                    why = (f"{len(unknown)} symbol(s) the grammar does not know: "
+                           + " ".join(repr(t) for t in unknown[:5])) if unknown else "the grammar has no parse"
+                    warn(f"{input_path}:{number}: no parse ({why})")
+                else:
+                    out.write(tree.bracketed(compact=compact) + "\n")
+            advance(len(batch))
     if output is not None:
         good(f"Trees written to {output}" + (f" ({failed} lines without a parse)" if failed else ""), err=True)
 
