@@ -21,7 +21,12 @@ A config names the grammar, the training text, the sampler and the run::
     path = ${paths.train}
     gold = true                                   # the file is gold-segmented
 
-    [sampler]                                     # any SamplerSettings field
+    [inference]
+    mode = "mcmc"                                 # mcmc | vb | online
+    stream = false                                # online: read corpus.path lazily, one pass
+
+    [sampler]                                     # any SamplerSettings field (mcmc)
+    [online]                                      # any OnlineSettings field (vb, online)
     [training]                                    # iterations, chains, seed, ...
 
 Values are overridden from the command line with dotted names, as in
@@ -56,6 +61,7 @@ from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence, 
 from confection import Config, ConfigValidationError
 
 from .core.chain import SamplerSettings
+from .core.online import OnlineSettings
 from .corpus import DEFAULT_PUNCTUATION
 from .training import TrainingSettings
 
@@ -190,7 +196,13 @@ SCHEMA: Dict[str, Dict[str, Tuple[Check, Any]]] = {
         "path": (_PATH, None),  # required by training, not by check-grammar
         "gold": (_bool, False),
     },
+    "inference": {
+        "mode": (_choice("mcmc", "vb", "online"), "mcmc"),
+        "stream": (_bool, False),
+        "shuffle_buffer": (_int(0), 10000),
+    },
     "sampler": {},  # filled from SamplerSettings below
+    "online": {},  # filled from OnlineSettings below
     "training": {
         "iterations": (_int(1), 2000),
         "chains": (_int(1), 1),
@@ -218,19 +230,47 @@ _SAMPLER_CHECKS: Dict[str, Check] = {
 }
 
 
-def _sampler_schema() -> Dict[str, Tuple[Check, Any]]:
-    hints = typing.get_type_hints(SamplerSettings)
+def _truncations(value):
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and _is_int(v) and v >= 1
+                                                 for k, v in value.items()):
+        raise _Bad('a table of adapted nonterminals to integers >= 1, e.g. {"Word": 1500}')
+    return dict(value)
+
+
+#: Range checks for online fields beyond their type.
+_ONLINE_CHECKS: Dict[str, Check] = {
+    "batch_size": _int(1),
+    "tau": _float(0.0, text="a number >= 0"),
+    "kappa": _float(0.0, 1.0, text="a number in [0, 1] (0.5 < kappa <= 1 for online)"),
+    "samples": _int(1),
+    "refine_every": _int(0),
+    "truncation": _truncations,
+    "default_truncation": _int(1),
+    "passes": _int(1),
+    "corpus_size": _int(0),
+    "statistics_scale": _choice("none", "bias", "tau_kappa"),
+    "hyper_iterations": _int(1),
+    "workers": _int(0),
+}
+#: Keys whose value is a table rather than a single value.
+_TABLE_KEYS = {("online", "truncation")}
+
+
+def _settings_schema(cls, checks: Dict[str, Check]) -> Dict[str, Tuple[Check, Any]]:
+    hints = typing.get_type_hints(cls)
     by_type = {bool: _bool, int: _int(), float: _float(), str: _str()}
     schema = {}
-    for f in dataclasses.fields(SamplerSettings):
-        check = _SAMPLER_CHECKS.get(f.name) or by_type.get(hints[f.name])
+    for f in dataclasses.fields(cls):
+        check = checks.get(f.name) or by_type.get(hints[f.name])
         if check is None:  # a field type this loader does not know: accept any JSON value
             check = lambda value: value  # noqa: E731
-        schema[f.name] = (check, f.default)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        schema[f.name] = (check, default)
     return schema
 
 
-SCHEMA["sampler"] = _sampler_schema()
+SCHEMA["sampler"] = _settings_schema(SamplerSettings, _SAMPLER_CHECKS)
+SCHEMA["online"] = _settings_schema(OnlineSettings, _ONLINE_CHECKS)
 if "eval_at" in {f.name for f in dataclasses.fields(TrainingSettings)}:
     SCHEMA["training"]["eval_at"] = (_int_list(1), ())  # score at these iterations too
 
@@ -256,6 +296,10 @@ class TrainingConfig:
     split_at: Optional[FrozenSet[str]] = None
     corpus_gold: bool = False
     sampler: SamplerSettings = field(default_factory=SamplerSettings)
+    inference: str = "mcmc"
+    stream: bool = False
+    shuffle_buffer: int = 10000
+    online: OnlineSettings = field(default_factory=OnlineSettings)
     training: TrainingSettings = field(default_factory=TrainingSettings)
     #: The interpolated config with overrides applied and defaults filled in.
     config: Config = field(default_factory=Config)
@@ -372,7 +416,7 @@ def _validated(config: Mapping[str, Any], path: Path) -> Dict[str, Dict[str, Any
             if key not in keys:
                 raise ConfigError(f"{_where(path, section, key)} is not a setting; [{section}] takes "
                                   + ", ".join(keys))
-            if isinstance(value, Mapping):
+            if isinstance(value, Mapping) and (section, key) not in _TABLE_KEYS:
                 raise ConfigError(f"{_where(path, section, key)} must be a value, not a subsection")
         done = {}
         for key, (check, default) in keys.items():
@@ -430,6 +474,10 @@ def training_config_from(config: Mapping[str, Any], path: PathLike) -> TrainingC
         split_at=_split_at(grammar["split_at"]),
         corpus_gold=corpus["gold"],
         sampler=SamplerSettings(**v["sampler"]),
+        inference=v["inference"]["mode"],
+        stream=v["inference"]["stream"],
+        shuffle_buffer=v["inference"]["shuffle_buffer"],
+        online=OnlineSettings(**v["online"]),
         training=TrainingSettings(**training),
         config=filled,
     )
@@ -458,6 +506,8 @@ def build_model(cfg: TrainingConfig):
         mode=cfg.mode,
         split_at=cfg.split_at,
         sampler=dataclasses.replace(cfg.sampler),
+        inference=cfg.inference,
+        online=dataclasses.replace(cfg.online),
         fmt=cfg.grammar_format,
         default_weight=cfg.default_weight,
         default_a=cfg.default_a,

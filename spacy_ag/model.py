@@ -6,6 +6,7 @@ compiled kernels -> a trained state, which parses and segments new text.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import zipfile
 from dataclasses import asdict
@@ -16,11 +17,14 @@ import numpy as np
 
 from .core.chain import SamplerSettings, UnparseableSentence, pack_corpus
 from .core.compiled import CompiledGrammar
-from .core.state import State
+from .core.grammatons import Variational, new_variational
+from .core.online import OnlineLearner, OnlineSettings
+from .core.state import OPEN, TAB_HWM, State
 from .core.viterbi import (
-    ITEM_TABLE, ITEM_TERM, log_rho, segment_batch, viterbi_chart, viterbi_items,
+    ITEM_TABLE, ITEM_TERM, log_rho, log_table_weights, segment_batch, viterbi_chart, viterbi_items,
 )
 from .corpus import Corpus, read_corpus
+from .evaluation import segmentation_scores
 from .grammar import (
     Grammar, GrammarError, expand_corpus_class, has_corpus_class, parse_grammar_text, read_grammar,
     write_pycfg,
@@ -34,22 +38,31 @@ from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
     default_workers, run_chains, words_from_key,
 )
+from .online_training import (
+    VariationalRun, mode_settings, shuffled_stream, variational_arrays, variational_from_arrays,
+)
 from .tree import Tree
 
+INFERENCE_MODES = ("mcmc", "vb", "online")
 PathLike = Union[str, os.PathLike]
 
 
 class AdaptorGrammar:
-    """An adaptor grammar trained by MCMC, able to parse and segment new text.
+    """An adaptor grammar trained by MCMC, batch VB or online VB, able to parse and segment new text.
 
     >>> ag = AdaptorGrammar("configs/grammars/unigram.lt")
     >>> ag.fit(["yuwanttusiD6bUk", ...], iterations=200)
     >>> ag.segment(["lUk&tDIs"])
+
+    With `inference="online"` (or `"vb"`) the same grammar is trained by the
+    hybrid variational algorithm; `partial_fit` continues on new text, and a
+    model trained by MCMC continues variationally from its tables.
     """
 
     def __init__(self, grammar: Union[Grammar, PathLike], *, segment_category: str = "Word",
                  mode: str = "chars", split_at: Optional[Iterable[str]] = None,
-                 sampler: Optional[SamplerSettings] = None, **grammar_options):
+                 sampler: Optional[SamplerSettings] = None, inference: str = "mcmc",
+                 online: Optional[OnlineSettings] = None, **grammar_options):
         if not isinstance(grammar, Grammar):
             grammar = read_grammar(grammar, **grammar_options)
         self.grammar = grammar
@@ -57,8 +70,15 @@ class AdaptorGrammar:
         self.mode = mode
         self.split_at = frozenset(split_at) if split_at else None
         self.sampler = sampler or SamplerSettings()
+        if inference not in INFERENCE_MODES:
+            raise ValueError(f"unknown inference mode {inference!r}; use one of {', '.join(INFERENCE_MODES)}")
+        self.inference = inference
+        self.online = online or OnlineSettings()
         self.compiled: Optional[CompiledGrammar] = None
         self.state: Optional[State] = None
+        #: variational statistics when the state was last trained by vb or online (else None)
+        self.variational: Optional[Variational] = None
+        self.progress: Dict = {}
         self.trace: List[Dict] = []
         self.training_corpus: Optional[Corpus] = None
         self.marginals: Optional[MarginalCounts] = None
@@ -105,6 +125,10 @@ class AdaptorGrammar:
         continues from them.
         """
         corpus = self.read_corpus(corpus)
+        if self.inference != "mcmc":
+            return self._fit_variational(corpus, seed=seed, callback=callback, checkpoint_dir=checkpoint_dir,
+                                         checkpoint_every=checkpoint_every, resume=resume, gold=gold,
+                                         eval_every=eval_every)
         compiled = self._prepare(corpus)
         training = TrainingSettings(iterations=iterations, chains=chains, seed=seed, burn_in=burn_in,
                                     sample_every=sample_every, checkpoint_every=checkpoint_every,
@@ -126,6 +150,7 @@ class AdaptorGrammar:
         except TrainingInterrupted:
             raise
         self.state = state_from_arrays(results[0].state_arrays, "chain 0")
+        self.variational = None
         self.chain_states = [state_from_arrays(r.state_arrays, f"chain {r.chain_index}") for r in results]
         self.trace = [line for r in results for line in r.trace]
         self.marginals = MarginalCounts(len(corpus))
@@ -134,11 +159,176 @@ class AdaptorGrammar:
         self.training_corpus = corpus
         return self
 
+    # ------------------------------------------------------------------ variational training
+    def _learner(self, settings: OnlineSettings, seed: int) -> OnlineLearner:
+        """A learner continuing the current state: variational, converted from MCMC, or new."""
+        if self.variational is not None:
+            return OnlineLearner(self.compiled, settings, seed, state=self.state, variational=self.variational,
+                                 progress=self.progress)
+        if self.state is not None:
+            return OnlineLearner.from_mcmc(self.compiled, settings, self.state, seed)
+        return OnlineLearner(self.compiled, settings, seed)
+
+    def _keep(self, learner: OnlineLearner) -> None:
+        self.state, self.variational, self.progress = learner.state, learner.V, learner.progress()
+
+    def _fit_variational(self, corpus: Corpus, *, seed: int, callback, checkpoint_dir, checkpoint_every: int,
+                         resume: bool, gold, eval_every: int) -> "AdaptorGrammar":
+        compiled = self._prepare(corpus)
+        words, sent_ptr = pack_corpus(compiled, corpus.sentences)
+        settings = mode_settings(self.inference, self.online, len(corpus))
+        fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar) + self.inference)
+        ckpt = str(Path(checkpoint_dir) / "online.npz") if checkpoint_dir else None
+        meta = None
+        if resume and ckpt and Path(ckpt).exists():
+            state, V, meta = VariationalRun.load_checkpoint(ckpt, fingerprint)
+            learner = OnlineLearner(compiled, settings, seed, state=state, variational=V, progress=meta["progress"])
+        else:
+            learner = self._learner(settings, seed)
+        seg_sym = compiled.nt_index[self.segment_category]
+        evaluate = None
+        if gold:
+            def evaluate():
+                self._keep(learner)
+                pred = self._segment_packed(words, sent_ptr, corpus.sentences, seg_sym)
+                scores = segmentation_scores(pred, gold)
+                return {"token_f": scores["token_f"], "boundary_f": scores["boundary_f"],
+                        "lexicon_f": scores["type_f"]}
+        run = VariationalRun(learner, passes=settings.passes, report=callback, checkpoint=ckpt,
+                             checkpoint_every=checkpoint_every, fingerprint=fingerprint, evaluate=evaluate,
+                             eval_every=eval_every)
+        if meta is not None:
+            run.restore(meta)
+        try:
+            run.run_corpus(words, sent_ptr, settings.corpus_size or len(corpus))
+        except UnparseableSentence as err:
+            raise ValueError(f"{corpus.path or 'corpus'}:{corpus.lines[err.index]}: this sentence has no "
+                             "parse under the grammar; check the grammar with `spacy-ag check-grammar`") from None
+        finally:
+            self._keep(learner)
+        self.trace = run.trace
+        self.training_corpus = corpus
+        self.marginals = None
+        return self
+
+    def partial_fit(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0,
+                    callback=None, shuffle_buffer: int = 0) -> "AdaptorGrammar":
+        """One online pass over `texts` (any iterable, read lazily in minibatches).
+
+        Memory stays bounded by the truncation: only one minibatch of text is
+        held at a time (`shuffle_buffer` > 0 shuffles within a window of that
+        many chunks). Terminals the grammar does not know are hard boundaries.
+        `corpus_size` is D of Eqs. 9-10 (default: the `corpus_size` setting,
+        else the number of sentences seen so far). The first call on an
+        untrained model with a `[:corpus:]` grammar fixes the alphabet from
+        the first minibatch.
+        """
+        settings = self.online
+        chunks = (chunk for text in texts for chunk in self._chunks(text))
+        if shuffle_buffer:
+            chunks = shuffled_stream(chunks, shuffle_buffer, seed)
+
+        def batches():
+            batch: List[Sequence[str]] = []
+            for chunk in chunks:
+                batch.append(chunk)
+                if len(batch) == settings.batch_size:
+                    yield self._pack_batch(batch)
+                    batch = []
+            if batch:
+                yield self._pack_batch(batch)
+
+        stream = batches()
+        first = next(stream, None)  # packing it compiles a [:corpus:] grammar
+        if first is None:
+            return self
+        learner = self._learner(settings, seed)
+        run = VariationalRun(learner, passes=1, report=callback)
+        try:
+            run.run_stream(itertools.chain([first], stream), corpus_size or settings.corpus_size or 0)
+        finally:
+            self._keep(learner)
+            self.trace = (self.trace or []) + run.trace
+        return self
+
+    def online_step(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0) -> float:
+        """One online minibatch made of all `texts` (what a spaCy `update` does); returns the
+        negative log likelihood of the batch under G' before the step (4.15's per-sentence
+        best sampled tree, summed), the loss spaCy reports."""
+        chunks = [c for t in texts for c in self._chunks(t)]
+        if not chunks:
+            return 0.0
+        words, ptr = self._pack_batch(chunks)
+        learner = self._learner(self.online, seed)
+        try:
+            line = learner.step(words, ptr, np.arange(len(ptr) - 1, dtype=np.int64),
+                                corpus_size or self.online.corpus_size or None)
+        finally:
+            self._keep(learner)
+        if self.inference == "mcmc":
+            self.inference = "online"
+        return -line.get("batch_loglik", 0.0)
+
+    def _chunks(self, text) -> List[Sequence[str]]:
+        """The parseable runs of a text: whitespace, `split_at` and unknown terminals cut it."""
+        terms = self._terminals(text)
+        known = self.compiled.term_index if self.compiled is not None else None
+        out, current = [], []
+        for t in terms:
+            if (known is not None and t not in known) or (self.split_at and t in self.split_at):
+                if current:
+                    out.append(current)
+                current = []
+            else:
+                current.append(t)
+        if current:
+            out.append(current)
+        return out
+
+    def prepare_alphabet(self, alphabet: Iterable[str]) -> None:
+        """Expand a `[:corpus:]` grammar to these terminals before streaming (no-op once compiled)."""
+        if self.compiled is None:
+            self.grammar = expand_corpus_class(self.grammar, sorted(set(alphabet)))
+            self.compiled = CompiledGrammar(self.grammar)
+
+    def _pack_batch(self, batch: List[Sequence[str]]):
+        if self.compiled is None:  # a [:corpus:] grammar meets its alphabet: this minibatch's
+            self.prepare_alphabet(t for chunk in batch for t in chunk)
+        # chunks cut before the grammar was compiled may hold terminals it does not know
+        batch = [c for chunk in batch for c in self._chunks(list(chunk))]
+        return pack_corpus(self.compiled, batch)
+
+    def heldout_loglik(self, texts: Iterable) -> Dict[str, float]:
+        """Held-out log likelihood (ALGORITHMS.md 4.15): per text, the best log weight under the
+        final G' among the trees drawn from it, summed. For an MCMC state G' is that of 3.3
+        (table weights and collapsed rule probabilities), so all modes compare."""
+        self._require_state()
+        chunks = [c for t in texts for c in self._chunks(t)]
+        words, ptr = pack_corpus(self.compiled, chunks)
+        V = self.variational
+        if V is None:
+            G = self.compiled.arrays
+            lrho, ltab = self._weights()
+            V = new_variational(G.rule_alpha, G.adaptor_nt.shape[0], ltab.shape[0])
+            V = V._replace(lrho=lrho.copy(), rho=np.exp(lrho), lw=ltab.copy())
+        learner = OnlineLearner(self.compiled, self.online, 0, state=self.state, variational=V,
+                                progress=self.progress)
+        total, unparseable = learner.heldout(words, ptr)
+        return {"heldout_loglik": total, "heldout_sentences": len(chunks) - unparseable,
+                "heldout_unparseable": unparseable, "heldout_terminals": int(ptr[-1])}
+
     def training_segmentation(self) -> List[List[str]]:
-        """Maximum-marginal segmentation of the training corpus, one word list per utterance."""
-        if self.marginals is None or self.training_corpus is None:
+        """Segmentation of the training corpus, one word list per utterance: maximum marginal
+        over the kept samples (MCMC), or the most probable parse under the final G' (vb, online)."""
+        if self.training_corpus is None:
             raise RuntimeError("the model has not been fitted in this session")
         corpus = self.training_corpus
+        if self.variational is not None:
+            words, ptr = pack_corpus(self.compiled, corpus.sentences)
+            seg_sym = self.compiled.nt_index[self.segment_category]
+            return corpus.reassemble(self._segment_packed(words, ptr, corpus.sentences, seg_sym))
+        if self.marginals is None:
+            raise RuntimeError("the model has not been fitted in this session")
         keys = self.marginals.best()
         return corpus.reassemble([words_from_key(s, k) for s, k in zip(corpus.sentences, keys)])
 
@@ -147,15 +337,36 @@ class AdaptorGrammar:
         if self.state is None or self.compiled is None:
             raise RuntimeError("the model has no trained state: call fit() or load() first")
 
-    def _lrho(self) -> np.ndarray:
-        """log theta' of every rule; cached, since parsing never changes the state."""
-        cached = getattr(self, "_lrho_cache", None)
-        if cached is not None and cached[0] is self.state:
-            return cached[1]
-        lrho = np.zeros(self.compiled.arrays.rule_parent.shape[0])
-        log_rho(self.compiled.arrays, self.state, lrho, self.sampler.collapsed)
-        self._lrho_cache = (self.state, lrho)
-        return lrho
+    def _weights(self):
+        """log weights of G' (rules, tables); cached, since parsing never changes the state."""
+        cached = getattr(self, "_weights_cache", None)
+        if cached is not None and cached[0] is self.state and cached[1] is self.variational:
+            return cached[2]
+        S = self.state
+        if self.variational is not None:
+            lrho = self.variational.lrho.copy()
+            ltab = np.where(S.tab_state == OPEN, self.variational.lw[:S.tab_state.shape[0]], -np.inf)
+        else:
+            lrho = np.zeros(self.compiled.arrays.rule_parent.shape[0])
+            log_rho(self.compiled.arrays, S, lrho, self.sampler.collapsed)
+            ltab = np.empty(S.tab_state.shape[0])
+            log_table_weights(S, ltab)
+        self._weights_cache = (self.state, self.variational, (lrho, ltab))
+        return lrho, ltab
+
+    def _segment_packed(self, words, ptr, sentences, seg_sym) -> List[List[str]]:
+        marks = np.zeros(len(words) + len(sentences), np.uint8)
+        scores = np.zeros(len(sentences))
+        lrho, ltab = self._weights()
+        if len(sentences):
+            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_sym, marks, scores)
+        out = []
+        for d, sentence in enumerate(sentences):
+            if scores[d] == -np.inf:
+                out.append(["".join(sentence)])
+            else:
+                out.append(words_from_key(sentence, marks[ptr[d] + d: ptr[d + 1] + d + 1].tobytes()))
+        return out
 
     def _terminals(self, text) -> List[str]:
         if isinstance(text, str):
@@ -196,7 +407,8 @@ class AdaptorGrammar:
         marks = np.zeros(len(words) + len(chunks), np.uint8)
         scores = np.zeros(len(chunks))
         if chunks:
-            segment_batch(compiled.arrays, self.state, words, ptr, self._lrho(), seg_sym, marks, scores)
+            lrho, ltab = self._weights()
+            segment_batch(compiled.arrays, self.state, words, ptr, lrho, ltab, seg_sym, marks, scores)
         out = []
         for pieces in plan:
             result = []
@@ -218,7 +430,7 @@ class AdaptorGrammar:
         """The most probable tree of each text (None if the grammar cannot parse it)."""
         self._require_state()
         G, S = self.compiled.arrays, self.state
-        lrho = self._lrho()
+        lrho, ltab = self._weights()
         out: List[Optional[Tree]] = []
         for text in texts:
             terms = self._terminals(text)
@@ -229,13 +441,13 @@ class AdaptorGrammar:
                 continue
             vchart = np.empty((n + 1, n + 1, G.n_sym))
             ynode = np.full((n + 1, n + 1), -1, np.int32)
-            if viterbi_chart(G, S, ids, n, lrho, vchart, ynode) == -np.inf:
+            if viterbi_chart(G, S, ids, n, lrho, ltab, vchart, ynode) == -np.inf:
                 out.append(None)
                 continue
             size = 8 * n * (G.n_sym + 2) + 8
             items = np.empty((size, 6), np.int64)
             tasks = np.empty((size, 4), np.int64)
-            n_items = viterbi_items(G, S, ids, n, lrho, vchart, ynode, items, tasks)
+            n_items = viterbi_items(G, S, ids, n, lrho, ltab, vchart, ynode, items, tasks)
             out.append(self._tree_from_items(items[:n_items]))
         return out
 
@@ -290,14 +502,24 @@ class AdaptorGrammar:
         if category not in names:
             raise ValueError(f"{category!r} is not adapted; adapted: {', '.join(names)}")
         ad = names.index(category)
-        from .core.state import OPEN, TAB_HWM
         n_tab = int(S.counters[TAB_HWM])
         open_ = np.nonzero((S.tab_state[:n_tab] == OPEN) & (S.tab_adaptor[:n_tab] == ad))[0]
-        open_ = open_[np.argsort(-S.tab_count[open_], kind="stable")]
+        if self.variational is not None:  # expected uses: decayed sentence counts plus uses in entries
+            uses = self.variational.ft[open_] + S.tab_count[open_]
+        else:
+            uses = S.tab_count[open_].astype(np.float64)
+        order = np.argsort(-uses, kind="stable")
         if top:
-            open_ = open_[:top]
-        return [{"yield": "".join(self.table_tree(int(k)).leaves()), "customers": int(S.tab_count[k])}
-                for k in open_]
+            order = order[:top]
+        out = []
+        for i in order:
+            k = int(open_[i])
+            entry = {"yield": "".join(self.table_tree(k).leaves()), "customers": float(uses[i])
+                     if self.variational is not None else int(uses[i])}
+            if self.variational is not None:
+                entry["log_weight"] = float(self.variational.lw[k])
+            out.append(entry)
+        return out
 
     # ------------------------------------------------------------------ saving
     def save(self, path: PathLike) -> None:
@@ -307,16 +529,20 @@ class AdaptorGrammar:
         path.mkdir(parents=True, exist_ok=True)
         grammar_text = write_pycfg(self.grammar, include_options=True)
         (path / "grammar.lt").write_text(grammar_text, encoding="utf8")
-        meta = meta_header("model", segment_category=self.segment_category, mode=self.mode,
-                           split_at=sorted(self.split_at) if self.split_at else None,
-                           start=self.grammar.start, sampler=asdict(self.sampler),
-                           trace_tail=self.trace[-1:] if self.trace else [])
-        write_npz_atomic(path / "state.npz", state_arrays(self.state), meta)
+        write_npz_atomic(path / "state.npz", self._arrays(), self._meta())
+
+    def _arrays(self) -> Dict[str, np.ndarray]:
+        if self.variational is None:
+            return state_arrays(self.state)
+        arrays = state_arrays(self.state)
+        arrays.update(variational_arrays(self.variational, self.state.counters[TAB_HWM]))
+        return arrays
 
     def _meta(self) -> Dict:
         return meta_header("model", segment_category=self.segment_category, mode=self.mode,
                            split_at=sorted(self.split_at) if self.split_at else None,
-                           start=self.grammar.start, sampler=asdict(self.sampler),
+                           start=self.grammar.start, sampler=asdict(self.sampler), inference=self.inference,
+                           online=self.online.to_dict(), progress=self.progress,
                            trace_tail=self.trace[-1:] if self.trace else [])
 
     def to_bytes(self) -> bytes:
@@ -325,7 +551,7 @@ class AdaptorGrammar:
         (fixed timestamps, sorted members) so equal models give equal bytes. No pickle."""
         self._require_state()
         members = {"grammar.lt": write_pycfg(self.grammar, include_options=True).encode("utf8"),
-                   "state.npz": npz_bytes(state_arrays(self.state), self._meta())}
+                   "state.npz": npz_bytes(self._arrays(), self._meta())}
         return zip_bytes(members)
 
     @classmethod
@@ -349,16 +575,19 @@ class AdaptorGrammar:
         try:
             start, category, mode = meta["start"], meta["segment_category"], meta["mode"]
             sampler = SamplerSettings(**meta["sampler"])
+            online = OnlineSettings(**meta.get("online", {}))
         except (KeyError, TypeError) as err:
             raise ModelFileError(f"{state_source}: incomplete model header ({err!r})") from None
         grammar = parse_grammar_text(grammar_text, fmt="pycfg", source=grammar_source, start=start)
         model = cls(grammar, segment_category=category, mode=mode, split_at=meta.get("split_at"),
-                    sampler=sampler)
+                    sampler=sampler, inference=meta.get("inference", "mcmc"), online=online)
         state = state_from_arrays(arrays, state_source)
         G = model.compiled.arrays
         if state.f.shape[0] != G.rule_parent.shape[0] or state.ad_a.shape[0] != G.adaptor_nt.shape[0]:
             raise ModelFileError(f"{state_source}: state does not match {grammar_source}")
         model.state = state
+        model.variational = variational_from_arrays(arrays, state_source)
+        model.progress = meta.get("progress", {})
         model.trace = meta.get("trace_tail", [])
         return model
 

@@ -163,6 +163,12 @@ class TraceLog:
             self.stream.close()
 
     def stats(self, line: Dict) -> str:
+        if "minibatch" in line:  # variational training
+            parts = [f"pass {line.get('pass', 1)}", f"minibatch {line['minibatch']}",
+                     f"entries {_format_tables(line.get('grammaton', {}))}"]
+            if "token_f" in line:
+                parts.append(f"token F {line['token_f']:.4f}")
+            return "  ".join(parts)
         parts = []
         if self.chains > 1:
             parts.append(f"chain {line.get('chain', 0)}")
@@ -177,12 +183,12 @@ class TraceLog:
     def __call__(self, line: Dict) -> None:
         self.stream.write(json.dumps(line) + "\n")
         self.stream.flush()
-        chain, it = int(line.get("chain", 0)), int(line["iteration"])
+        chain, it = int(line.get("chain", 0)), int(line.get("iteration", line.get("minibatch", 0)))
         self.last[chain] = it
         if self.progress is not None:
             self.progress.status = self.stats(line)
             self.progress.update(self.task, completed=sum(self.last.values()), description=self.label)
             return
         every = max(1, self.iterations // 10)
-        if it % every == 0 or it == self.iterations or it == 1 or "token_f" in line:
+        if it % every == 0 or it == self.iterations or it == 1 or "token_f" in line or "minibatch" in line:
             typer.echo(f"  {self.stats(line)}", err=True)

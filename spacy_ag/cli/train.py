@@ -106,7 +106,14 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output {out} exists and is not a directory")
     checkpoints = out / "checkpoints"
-    if resume and not list(checkpoints.glob("chain-*.npz")):
+    variational = cfg.inference != "mcmc"
+    pattern = "online.npz" if variational else "chain-*.npz"
+    if variational and cfg.stream:
+        if resume:
+            raise ValueError("--resume is not available with inference.stream = true; "
+                             "continue a saved model with partial_fit instead")
+        return _train_stream(cfg, out, config_path, show_scores)
+    if resume and not list(checkpoints.glob(pattern)):
         raise ValueError(f"--resume: no checkpoints in {checkpoints}; train without --resume to start a new run")
 
     model = build_model(cfg)
@@ -133,12 +140,22 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     info(f"Corpus {cfg.train_path}: {len(corpus.pieces)} lines, {len(corpus)} sentences, "
          f"{sum(len(s) for s in corpus.sentences)} terminals ({cfg.mode})"
          + (f", gold from {gold_name}" if gold_name else ""))
-    info(f"{t.iterations} iterations x {t.chains} chain{'s' if t.chains > 1 else ''}, seed {t.seed}"
-         + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
+    if variational:
+        o = cfg.online
+        batch = len(corpus) if cfg.inference == "vb" else o.batch_size
+        steps = o.passes * -(-len(corpus) // batch)
+        info(f"{cfg.inference}: {o.passes} pass{'es' if o.passes > 1 else ''} of {steps // o.passes} "
+             f"minibatch{'es' if steps > o.passes else ''}, seed {t.seed}"
+             + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
+    else:
+        steps = t.iterations
+        info(f"{t.iterations} iterations x {t.chains} chain{'s' if t.chains > 1 else ''}, seed {t.seed}"
+             + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
 
     if interactive is None:
         interactive = sys.stderr.isatty()
-    log = TraceLog(out / "trace.jsonl", t.iterations, t.chains, append=resume, interactive=interactive)
+    log = TraceLog(out / "trace.jsonl", steps, 1 if variational else t.chains, append=resume,
+                   interactive=interactive)
     started = time.time()
     try:
         with log:
@@ -150,7 +167,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     except KeyboardInterrupt:
         done = ", ".join(f"chain {c} at iteration {i}" for c, i in sorted(log.last.items()))
         # without --resume, checkpoints left by an earlier run must not be offered for resuming
-        usable = [p for p in checkpoints.glob("chain-*.npz") if resume or p.stat().st_mtime >= started - 1]
+        usable = [p for p in checkpoints.glob(pattern) if resume or p.stat().st_mtime >= started - 1]
         if usable:
             raise TrainingStopped(f"interrupted{' (' + done + ')' if done else ''}; checkpoints are in "
                                   f"{checkpoints}; continue with: "
@@ -158,11 +175,20 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
         raise TrainingStopped("interrupted before the first checkpoint was written; nothing to resume") from None
 
     model.save(out / "model")
-    trace = sorted(model.trace, key=lambda line: (line["iteration"], line.get("chain", 0)))
+    trace = sorted(model.trace, key=lambda line: (line.get("iteration", line.get("minibatch", 0)),
+                                                  line.get("chain", 0)))
     with open(out / "trace.jsonl", "w", encoding="utf8") as f:
         for line in trace:
             f.write(json.dumps(line) + "\n")
     segmentation = model.training_segmentation()
+    return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
+
+
+def _finish(model, cfg: TrainingConfig, out: Path, segmentation, gold_utterances, gold_name,
+            show_scores: bool) -> TrainingResult:
+    """Write the segmentation and scores of a trained model, and say where everything is."""
+    from ..evaluation import format_scores, segmentation_scores
+
     with open(out / "segmentation.txt", "w", encoding="utf8", newline="\n") as f:
         for words in segmentation:
             f.write(" ".join(words) + "\n")
@@ -183,6 +209,49 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
             typer.echo("without punctuation tokens:")
             typer.echo(format_scores(scores["without_punctuation"]))
     return TrainingResult(model, out, segmentation, scores, cfg)
+
+
+def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, show_scores: bool) -> TrainingResult:
+    """Online training on a file read lazily, line by line, in `online.passes` passes.
+
+    Only a shuffle window and one minibatch are held in memory; D is the
+    number of parseable chunks, counted in a first streaming pass unless
+    online.corpus_size gives it.
+    """
+    from ..corpus import iter_lines
+    from ..evaluation import read_segmented
+
+    model = build_model(cfg)
+    o, t = cfg.online, cfg.training
+    out.mkdir(parents=True, exist_ok=True)
+    saved = cfg.config.copy()
+    saved["grammar"]["path"] = str(cfg.grammar_path.resolve())
+    (out / "config.cfg").write_text(saved.to_str(), encoding="utf8")
+
+    def texts():  # a gold-segmented corpus trains and is segmented without its spaces
+        return ("".join(text.split()) if cfg.corpus_gold else text for _, text in iter_lines(cfg.train_path))
+
+    alphabet, lines = set(), 0  # one streaming pass: the terminals of [:corpus:] and D
+    for text in texts():
+        alphabet.update(model._terminals(text))
+        lines += bool(text.strip())
+    model.prepare_alphabet(alphabet)
+    D = o.corpus_size or lines
+    info(f"online, streaming {cfg.train_path}: {o.passes} pass{'es' if o.passes > 1 else ''} over about {D} "
+         f"lines, minibatches of {o.batch_size}, seed {t.seed}; output {out}")
+    log = TraceLog(out / "trace.jsonl", o.passes * -(-D // o.batch_size), 1, interactive=sys.stderr.isatty())
+    with log:
+        for p in range(o.passes):
+            model.partial_fit(texts(), corpus_size=D, seed=t.seed + p, callback=log,
+                              shuffle_buffer=cfg.shuffle_buffer)
+    model.save(out / "model")
+    segmentation = [words for text in texts() for words in model.segment([text])]
+    gold_utterances, gold_name = None, None
+    if cfg.gold_path is not None:
+        gold_utterances, gold_name = read_segmented(cfg.gold_path), str(cfg.gold_path)
+    elif cfg.corpus_gold:
+        gold_utterances, gold_name = [text.split() for _, text in iter_lines(cfg.train_path)], str(cfg.train_path)
+    return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
 
 
 @app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True},

@@ -2,6 +2,7 @@
 
 * ``spacy-ag.Segmenter.v1`` (tokenizer): unsupervised word segmentation (`segmenter`);
 * ``ag_parser`` (pipeline component): trees of an adaptor grammar (`parser`);
+* ``ag_tokenizer_update`` (pipeline component): lets ``spacy train`` update the segmenter;
 * ``spacy-ag.segmentation_scorer.v1`` (scorer): token/boundary/lexicon P/R/F (`scoring`);
 * ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`);
 * `observe_fitting` (`fitting`): watch the sampler's trace (and override its
@@ -18,6 +19,7 @@ from .parser import AGParser, install_extensions, make_ag_parser
 from .readers import SegmentedCorpus, create_segmented_corpus
 from .scoring import make_segmentation_scorer, score_segmentation
 from .segmenter import BUILTIN_GRAMMARS, Segmenter, create_segmenter
+from .tokenizer_update import TokenizerUpdate, make_tokenizer_update
 
 __all__ = [
     "AGParser",
@@ -26,11 +28,13 @@ __all__ = [
     "FitSettings",
     "SegmentedCorpus",
     "Segmenter",
+    "TokenizerUpdate",
     "create_segmented_corpus",
     "create_segmenter",
     "install_extensions",
     "make_ag_parser",
     "make_segmentation_scorer",
+    "make_tokenizer_update",
     "observe_fitting",
     "score_segmentation",
 ]

@@ -454,6 +454,34 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
         return fit_adaptor_grammar(model, lines, component="tokenizer", grammar=str(cfg["grammar"]),
                                    iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
 
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One online step of the hybrid variational algorithm on the examples' text.
+
+        A tokenizer is not updated by spaCy's training loop itself; add the
+        ``ag_tokenizer_update`` pipe to let ``spacy train`` drive this with
+        its minibatches. An MCMC-fitted model continues variationally from
+        its tables; an unfitted one starts from the grammar.
+        RETURNS (Dict[str, float]): `losses` with "tokenizer" increased by the
+            negative log likelihood of the batch.
+        """
+        losses = {} if losses is None else losses
+        losses.setdefault("tokenizer", 0.0)
+        lines = self.training_texts(examples)
+        if not lines:
+            return losses
+        model = self.model
+        if model is None:
+            from ..model import AdaptorGrammar
+
+            cfg = self.cfg
+            grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
+            model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"], mode="chars",
+                                   split_at=self.boundary or None, inference="online")
+        losses["tokenizer"] += model.online_step(lines, seed=self.cfg["seed"])
+        self._set_model(model)
+        return losses
+
     # -------------------------------------------------------------- scoring
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
         """token_acc/p/r/f (spaCy's Scorer.score_tokenization) plus boundary_p/r/f

@@ -31,9 +31,25 @@ def span_yields(S, words, n, n_term, ynode):
             ynode[i, j] = node
 
 
+@njit(cache=True, inline="always")
+def log_cache_weight(S, k, inv_temp, tab_lw):
+    """Log weight of reusing table k: given in tab_lw (variational), else the tempered PY weight."""
+    if tab_lw.shape[0] > 0:
+        return tab_lw[k]
+    return inv_temp * math.log(table_weight(S, k))
+
+
 @njit(cache=True)
 def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
     """Fill the chart for words[:n]; return log Z (-inf if unparseable)."""
+    return inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
+                           np.empty(0))
+
+
+@njit(cache=True)
+def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw):
+    """`inside` with the cache weights given: tab_lw[k] is the log weight of table k
+    (the variational engine's E log pi); an empty tab_lw means the MCMC weights."""
     n_sym = G.n_sym
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
@@ -83,7 +99,7 @@ def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
                 while k >= 0:
                     ad = S.tab_adaptor[k]
                     if ad != skip_ad:
-                        cache[ad] += math.exp(inv_temp * math.log(table_weight(S, k)))
+                        cache[ad] += math.exp(log_cache_weight(S, k, inv_temp, tab_lw))
                     k = S.tab_next[k]
                 cmax = cache.max()
                 if cmax > 0.0:
@@ -118,12 +134,127 @@ def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
 
 
 @njit(cache=True)
-def _new_child(S, sym, G, words, pos, tasks, n_tasks):
-    """A node for child `sym` at words[pos:...]: TERM at once, or queued for expansion."""
-    if G.sym_kind[sym] == KIND_PSEUDO:
-        return alloc_node(S, TERM, G.pseudo_term[sym], -1), n_tasks
-    x = alloc_node(S, RULE, sym, -1)
-    return x, n_tasks
+def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
+    """Draw how item (X, i, j) is built: (choice, index, split) with choice 0 = table
+    `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`."""
+    sc = scale[i, j]
+    u = uniform(rng) * chart[i, j, X]
+    ad = G.sym_adaptor[X]
+    last_choice, last_q, last_s = -1, -1, -1
+    if cache_on:
+        y = ynode[i, j]
+        if y >= 0:
+            k = S.trie_head[y]
+            while k >= 0:
+                if S.tab_adaptor[k] == ad:
+                    w = math.exp(log_cache_weight(S, k, inv_temp, tab_lw) - sc)
+                    if w > 0.0:
+                        last_choice, last_q = 0, k
+                        u -= w
+                        if u <= 0.0:
+                            return 0, k, -1
+                k = S.tab_next[k]
+    for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
+        q = G.un_by_parent[p]
+        w = rho[G.un_rule[q]] * chart[i, j, G.un_child[q]]
+        if w > 0.0:
+            last_choice, last_q = 1, q
+            u -= w
+            if u <= 0.0:
+                return 1, q, -1
+    if j - i == 1:
+        t = words[i]
+        for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
+            if G.lex_parent[q] != X:
+                continue
+            r = G.lex_rule[q]
+            w = (1.0 if r < 0 else rho[r]) * math.exp(-sc)
+            if w > 0.0:
+                last_choice, last_q = 2, q
+                u -= w
+                if u <= 0.0:
+                    return 2, q, -1
+    for q in range(G.bin_ptr[X], G.bin_ptr[X + 1]):
+        r = G.bin_rule[q]
+        rw = 1.0 if r < 0 else rho[r]
+        L = G.bin_left[q]
+        R = G.bin_right[q]
+        for s in range(i + 1, j):
+            lv = chart[i, s, L]
+            rv = chart[s, j, R]
+            if lv == 0.0 or rv == 0.0:
+                continue
+            w = rw * lv * rv * math.exp(scale[i, s] + scale[s, j] - sc)
+            last_choice, last_q, last_s = 3, q, s
+            u -= w
+            if u <= 0.0:
+                return 3, q, s
+    # rounding: take the last option with positive weight
+    return last_choice, last_q, last_s
+
+
+@njit(cache=True)
+def _chosen_rule(G, choice, q):
+    if choice == 1:
+        return G.un_rule[q]
+    if choice == 2:
+        return G.lex_rule[q]
+    return G.bin_rule[q]
+
+
+@njit(cache=True)
+def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
+    """Children of a chosen chart rule as buf[:nb] = (symbol, start, end), rightmost first.
+
+    Intermediate symbols of binarization are expanded here (their splits drawn
+    from the chart), so only user symbols, pseudo-terminals and terminals
+    (symbol -1 - t) come out.
+    """
+    if choice == 1:
+        buf[0, 0] = G.un_child[q]
+        buf[0, 1] = i
+        buf[0, 2] = j
+        return 1
+    if choice == 2:
+        buf[0, 0] = -1 - words[i]
+        buf[0, 1] = i
+        buf[0, 2] = j
+        return 1
+    buf[0, 0] = G.bin_right[q]
+    buf[0, 1] = s
+    buf[0, 2] = j
+    nb = 1
+    cur = G.bin_left[q]
+    end = s
+    while G.sym_kind[cur] == KIND_INTERMEDIATE:
+        q2 = G.sym_bin[cur]
+        L2 = G.bin_left[q2]
+        R2 = G.bin_right[q2]
+        u2 = uniform(rng) * chart[i, end, cur]
+        s2 = -1
+        last2 = -1
+        for s3 in range(i + 1, end):
+            lv = chart[i, s3, L2]
+            rv = chart[s3, end, R2]
+            if lv == 0.0 or rv == 0.0:
+                continue
+            last2 = s3
+            u2 -= lv * rv * math.exp(scale[i, s3] + scale[s3, end] - scale[i, end])
+            if u2 <= 0.0:
+                s2 = s3
+                break
+        if s2 < 0:
+            s2 = last2
+        buf[nb, 0] = R2
+        buf[nb, 1] = s2
+        buf[nb, 2] = end
+        nb += 1
+        cur = L2
+        end = s2
+    buf[nb, 0] = cur
+    buf[nb, 1] = i
+    buf[nb, 2] = end
+    return nb + 1
 
 
 @njit(cache=True)
@@ -133,6 +264,14 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
     Adapted nodes expanded from the base become TABLE nodes with table -1
     (NEW) whose child is the label; `add` turns them into tables.
     """
+    return sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
+                                np.empty(0), rng, tasks, buf)
+
+
+@njit(cache=True)
+def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw,
+                         rng, tasks, buf):
+    """`sample_tree` with given cache weights (see `inside_weighted`)."""
     n_term = G.n_term
     logr = 0.0
     root = alloc_node(S, RULE, start, -1)
@@ -147,91 +286,17 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
         X = tasks[n_tasks, 1]
         i = tasks[n_tasks, 2]
         j = tasks[n_tasks, 3]
-        sc = scale[i, j]
-        total = chart[i, j, X]
-        u = uniform(rng) * total
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        choice = -1  # 0 table, 1 unary, 2 lexical, 3 binary
-        c_q = -1
-        c_s = -1
-        last_choice = -1
-        last_q = -1
-        last_s = -1
-        # 1. cached tables
-        if cache_on:
-            y = ynode[i, j]
-            if y >= 0:
-                k = S.trie_head[y]
-                while k >= 0:
-                    if S.tab_adaptor[k] == ad:
-                        w = math.exp(inv_temp * math.log(table_weight(S, k)) - sc)
-                        if w > 0.0:
-                            last_choice, last_q = 0, k
-                            u -= w
-                            if u <= 0.0:
-                                choice, c_q = 0, k
-                                break
-                    k = S.tab_next[k]
-        # 2. unary rules
-        if choice < 0:
-            for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
-                q = G.un_by_parent[p]
-                w = rho[G.un_rule[q]] * chart[i, j, G.un_child[q]]
-                if w > 0.0:
-                    last_choice, last_q = 1, q
-                    u -= w
-                    if u <= 0.0:
-                        choice, c_q = 1, q
-                        break
-        # 3. lexical rules
-        if choice < 0 and j - i == 1:
-            t = words[i]
-            for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
-                if G.lex_parent[q] != X:
-                    continue
-                r = G.lex_rule[q]
-                w = (1.0 if r < 0 else rho[r]) * math.exp(-sc)
-                if w > 0.0:
-                    last_choice, last_q = 2, q
-                    u -= w
-                    if u <= 0.0:
-                        choice, c_q = 2, q
-                        break
-        # 4. binary rules and split points
-        if choice < 0:
-            for q in range(G.bin_ptr[X], G.bin_ptr[X + 1]):
-                r = G.bin_rule[q]
-                rw = 1.0 if r < 0 else rho[r]
-                L = G.bin_left[q]
-                R = G.bin_right[q]
-                for s in range(i + 1, j):
-                    lv = chart[i, s, L]
-                    rv = chart[s, j, R]
-                    if lv == 0.0 or rv == 0.0:
-                        continue
-                    w = rw * lv * rv * math.exp(scale[i, s] + scale[s, j] - sc)
-                    last_choice, last_q, last_s = 3, q, s
-                    u -= w
-                    if u <= 0.0:
-                        choice, c_q, c_s = 3, q, s
-                        break
-                if choice >= 0:
-                    break
-        if choice < 0:  # rounding: take the last option with positive weight
-            choice, c_q, c_s = last_choice, last_q, last_s
+        choice, c_q, c_s = _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp,
+                                   tab_lw, rng)
         if choice == 0:
             S.node_kind[x] = TABLE
             S.node_table[x] = c_q
             S.node_aux[x] = ynode[i, j]
-            logr += inv_temp * math.log(table_weight(S, c_q))
+            logr += log_cache_weight(S, c_q, inv_temp, tab_lw)
             continue
-        if choice == 1:
-            r = G.un_rule[c_q]
-        elif choice == 2:
-            r = G.lex_rule[c_q]
-        else:
-            r = G.bin_rule[c_q]
+        r = _chosen_rule(G, choice, c_q)
         logr += math.log(rho[r])
         owner = x
         if cache_on:  # a new table: x is its TABLE node, the label hangs below it
@@ -247,54 +312,8 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
             S.node_child[x] = owner
         else:
             S.node_rule[x] = r
+        nb = _child_spans(G, words, chart, scale, i, j, choice, c_q, c_s, buf, rng)
         # children, left to right, collected right to left into buf
-        nb = 0
-        if choice == 1:
-            buf[0, 0] = G.un_child[c_q]
-            buf[0, 1] = i
-            buf[0, 2] = j
-            nb = 1
-        elif choice == 2:
-            buf[0, 0] = -1 - words[i]
-            buf[0, 1] = i
-            buf[0, 2] = j
-            nb = 1
-        else:
-            buf[0, 0] = G.bin_right[c_q]
-            buf[0, 1] = c_s
-            buf[0, 2] = j
-            nb = 1
-            cur = G.bin_left[c_q]
-            end = c_s
-            while G.sym_kind[cur] == KIND_INTERMEDIATE:
-                q2 = G.sym_bin[cur]
-                L2 = G.bin_left[q2]
-                R2 = G.bin_right[q2]
-                u2 = uniform(rng) * chart[i, end, cur]
-                s2 = -1
-                last2 = -1
-                for s in range(i + 1, end):
-                    lv = chart[i, s, L2]
-                    rv = chart[s, end, R2]
-                    if lv == 0.0 or rv == 0.0:
-                        continue
-                    last2 = s
-                    u2 -= lv * rv * math.exp(scale[i, s] + scale[s, end] - scale[i, end])
-                    if u2 <= 0.0:
-                        s2 = s
-                        break
-                if s2 < 0:
-                    s2 = last2
-                buf[nb, 0] = R2
-                buf[nb, 1] = s2
-                buf[nb, 2] = end
-                nb += 1
-                cur = L2
-                end = s2
-            buf[nb, 0] = cur
-            buf[nb, 1] = i
-            buf[nb, 2] = end
-            nb += 1
         prev = -1
         for b in range(nb - 1, -1, -1):
             sym = buf[b, 0]
@@ -315,3 +334,77 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
                 S.node_sib[prev] = c
             prev = c
     return root, logr
+
+
+# records of a tree drawn without touching the state (the parallel variational E-step)
+REC_TERM, REC_RULE, REC_CACHED, REC_NEW = 0, 1, 2, 3
+REC_WIDTH = 6  # kind, symbol, value (terminal, rule or table), number of children, start, end
+
+
+@njit(cache=True)
+def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab_lw, rng, tasks, buf,
+                   rec, r0, r_end):
+    """Draw one tree as preorder records rec[r0:]; return (records written, log weight).
+
+    Reads the state only, so many sentences can be sampled in parallel. A
+    base-expanded adapted node is a REC_NEW record followed by its label (a
+    REC_RULE record of the same span). Returns -1 records if rec[r0:r_end]
+    is too small.
+    """
+    logr = 0.0
+    tasks[0, 0] = start
+    tasks[0, 1] = 0
+    tasks[0, 2] = n
+    n_tasks = 1
+    r = r0
+    while n_tasks > 0:
+        n_tasks -= 1
+        X = tasks[n_tasks, 0]
+        i = tasks[n_tasks, 1]
+        j = tasks[n_tasks, 2]
+        if r + 2 > r_end:
+            return -1, logr
+        if X < 0 or G.sym_kind[X] == KIND_PSEUDO:
+            rec[r, 0] = REC_TERM
+            rec[r, 1] = -1
+            rec[r, 2] = -1 - X if X < 0 else G.pseudo_term[X]
+            rec[r, 3] = 0
+            rec[r, 4] = i
+            rec[r, 5] = j
+            r += 1
+            continue
+        ad = G.sym_adaptor[X]
+        cache_on = ad >= 0 and ad != skip_ad
+        choice, c_q, c_s = _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, 1.0,
+                                   tab_lw, rng)
+        rec[r, 1] = X
+        rec[r, 4] = i
+        rec[r, 5] = j
+        if choice == 0:
+            rec[r, 0] = REC_CACHED
+            rec[r, 2] = c_q
+            rec[r, 3] = 0
+            logr += tab_lw[c_q]
+            r += 1
+            continue
+        rule = _chosen_rule(G, choice, c_q)
+        logr += math.log(rho[rule])
+        if cache_on:
+            rec[r, 0] = REC_NEW
+            rec[r, 2] = -1
+            rec[r, 3] = 1
+            r += 1
+            rec[r, 1] = X
+            rec[r, 4] = i
+            rec[r, 5] = j
+        nb = _child_spans(G, words, chart, scale, i, j, choice, c_q, c_s, buf, rng)
+        rec[r, 0] = REC_RULE
+        rec[r, 2] = rule
+        rec[r, 3] = nb
+        r += 1
+        for b in range(nb):  # rightmost first, so the leftmost is expanded next
+            tasks[n_tasks, 0] = buf[b, 0]
+            tasks[n_tasks, 1] = buf[b, 1]
+            tasks[n_tasks, 2] = buf[b, 2]
+            n_tasks += 1
+    return r - r0, logr

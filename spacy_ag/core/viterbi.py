@@ -15,6 +15,7 @@ from .analyses import table_weight
 from .chart import span_yields
 from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO
 from .segmentation import mark_words
+from .state import OPEN
 
 NEG_INF = -np.inf
 
@@ -22,8 +23,11 @@ ITEM_TERM, ITEM_RULE, ITEM_TABLE = 0, 1, 2
 
 
 @njit(cache=True)
-def viterbi_chart(G, S, words, n, lrho, vchart, ynode):
-    """Fill vchart[i, j, X] = best log weight; return the best log weight of the start symbol."""
+def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
+    """Fill vchart[i, j, X] = best log weight; return the best log weight of the start symbol.
+
+    lrho[r] and ltab[k] are the log weights of rule r and of reusing table k in G'.
+    """
     n_bin = G.bin_parent.shape[0]
     span_yields(S, words, n, G.n_term, ynode)
     for length in range(1, n + 1):
@@ -61,7 +65,7 @@ def viterbi_chart(G, S, words, n, lrho, vchart, ynode):
                 k = S.trie_head[y]
                 while k >= 0:
                     X = G.adaptor_nt[S.tab_adaptor[k]]
-                    v = math.log(table_weight(S, k))
+                    v = ltab[k]
                     if v > cell[X]:
                         cell[X] = v
                     k = S.tab_next[k]
@@ -77,7 +81,7 @@ def viterbi_chart(G, S, words, n, lrho, vchart, ynode):
 
 
 @njit(cache=True)
-def _best_option(G, S, words, lrho, vchart, ynode, X, i, j):
+def _best_option(G, S, words, lrho, ltab, vchart, ynode, X, i, j):
     """Re-find the option that gave vchart[i, j, X]: (kind, index, split)."""
     target = vchart[i, j, X]
     tol = 1e-9 * max(1.0, abs(target))
@@ -85,7 +89,7 @@ def _best_option(G, S, words, lrho, vchart, ynode, X, i, j):
     if ad >= 0 and ynode[i, j] >= 0:
         k = S.trie_head[ynode[i, j]]
         while k >= 0:
-            if S.tab_adaptor[k] == ad and abs(math.log(table_weight(S, k)) - target) <= tol:
+            if S.tab_adaptor[k] == ad and abs(ltab[k] - target) <= tol:
                 return 0, k, -1
             k = S.tab_next[k]
     for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
@@ -109,7 +113,7 @@ def _best_option(G, S, words, lrho, vchart, ynode, X, i, j):
 
 
 @njit(cache=True)
-def viterbi_items(G, S, words, n, lrho, vchart, ynode, items, tasks):
+def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
     """Trace the best parse back into items[:, (kind, sym, rule/table/terminal, i, j, parent)].
 
     Returns the number of items (preorder), or -1 if there is no parse.
@@ -136,7 +140,7 @@ def viterbi_items(G, S, words, n, lrho, vchart, ynode, items, tasks):
             items[me, 0] = ITEM_TERM
             items[me, 2] = words[i]
             continue
-        kind, q, s = _best_option(G, S, words, lrho, vchart, ynode, X, i, j)
+        kind, q, s = _best_option(G, S, words, lrho, ltab, vchart, ynode, X, i, j)
         if kind == 0:
             items[me, 0] = ITEM_TABLE
             items[me, 2] = q
@@ -203,7 +207,14 @@ def log_rho(G, S, lrho, collapsed):
 
 
 @njit(cache=True)
-def segment_batch(G, S, words, ptr, lrho, seg_sym, marks, scores):
+def log_table_weights(S, ltab):
+    """log omega of every open table of an MCMC state (the cache weights of its G')."""
+    for k in range(ltab.shape[0]):
+        ltab[k] = math.log(table_weight(S, k)) if S.tab_state[k] == OPEN else -np.inf
+
+
+@njit(cache=True)
+def segment_batch(G, S, words, ptr, lrho, ltab, seg_sym, marks, scores):
     """Most probable segmentation of many texts in one call.
 
     marks gets one slot per terminal plus one per text (as corpus_marks);
@@ -221,10 +232,10 @@ def segment_batch(G, S, words, ptr, lrho, seg_sym, marks, scores):
         n = ptr[d + 1] - ptr[d]
         offset = ptr[d] + d
         w = words[ptr[d]:ptr[d + 1]]
-        scores[d] = viterbi_chart(G, S, w, n, lrho, vchart, ynode)
+        scores[d] = viterbi_chart(G, S, w, n, lrho, ltab, vchart, ynode)
         if scores[d] == NEG_INF:
             continue
-        n_items = viterbi_items(G, S, w, n, lrho, vchart, ynode, items, tasks)
+        n_items = viterbi_items(G, S, w, n, lrho, ltab, vchart, ynode, items, tasks)
         marks[offset] = 1
         marks[offset + n] = 1
         covered_to = 0

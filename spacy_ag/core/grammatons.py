@@ -1,0 +1,258 @@
+"""Truncated grammatons stored in the sampler state's tables (ALGORITHMS.md 4.1, 4.5, 4.10).
+
+A grammaton entry of adapted `c` is a subtree with a fixed derivation and a
+known yield: exactly what an MCMC table is. So the variational engine keeps
+its entries as tables of the same `State`: the label (derivation) lives in
+the node pool, lower entries are referenced by TABLE nodes, the yield trie
+gives the chart its cache options. Per entry:
+
+* `S.tab_count[k]` is U: uses of entry k inside the labels of other entries;
+* `S.f[r]` is N_rule: uses of rule r inside all labels;
+* `V.ft[k]` is the decayed sentence count f~, `V.rank[k]` its stick position
+  (smaller first), `V.lw[k]` its E log pi, the cache weight of G'.
+
+Entries are never duplicated: a new subtree equal to an entry (same adaptor,
+yield and derivation) is that entry.
+"""
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .state import OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, alloc_table, free_node, free_table, \
+    link_table, trie_insert, unlink_table
+
+Variational = namedtuple(
+    "Variational",
+    [
+        # per table id
+        "ft",  # decayed sentence counts f~ (Eq. 9)
+        "lw",  # E_q[log pi] of the entry: its cache weight in G'
+        "rank",  # stick position key: entries of an adaptor are ordered by it
+        "f_batch",  # this minibatch's f and h counts
+        # per rule
+        "alpha",  # Dirichlet pseudo-counts (updated by Newton steps, 4.8)
+        "gt",  # decayed rule counts g~ (Eq. 10)
+        "g_batch",
+        "gamma",  # Dirichlet parameters of q (Eq. 11)
+        "lrho",  # log weight of the rule in G' (E log theta, plus E log rho_c for adapted parents)
+        "rho",
+        # per adaptor
+        "elog_rho",  # E_q[log rho_c]: the mass of drawing from the base
+        "counters",  # [next rank]
+    ],
+)
+
+NEXT_RANK = 0
+_TABLE_FIELDS = ("ft", "lw", "rank", "f_batch")
+
+
+def new_variational(alpha: np.ndarray, n_adaptors: int, tab_cap: int) -> Variational:
+    n_rules = alpha.shape[0]
+    return Variational(
+        ft=np.zeros(tab_cap), lw=np.full(tab_cap, -np.inf), rank=np.zeros(tab_cap, np.int64),
+        f_batch=np.zeros(tab_cap), alpha=alpha.astype(np.float64).copy(), gt=np.zeros(n_rules),
+        g_batch=np.zeros(n_rules), gamma=alpha.astype(np.float64).copy(), lrho=np.zeros(n_rules),
+        rho=np.ones(n_rules), elog_rho=np.zeros(n_adaptors), counters=np.zeros(4, np.int64),
+    )
+
+
+def fit_capacity(V: Variational, tab_cap: int) -> Variational:
+    """Per-table arrays as long as the state's table pool (which grows on demand)."""
+    if V.ft.shape[0] >= tab_cap:
+        return V
+    changes = {}
+    for name in _TABLE_FIELDS:
+        old = getattr(V, name)
+        new = np.full(tab_cap, -np.inf if name == "lw" else 0, dtype=old.dtype)
+        new[: old.shape[0]] = old
+        changes[name] = new
+    return V._replace(**changes)
+
+
+@njit(cache=True)
+def count_label(G, S, label, sign, stack):
+    """Add (sign=1) or remove (-1) a label's one-level productions to N_rule and to U."""
+    stack[0] = label
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        kind = S.node_kind[x]
+        if kind == TABLE:
+            S.tab_count[S.node_table[x]] += sign
+        elif kind == RULE:
+            r = S.node_rule[x]
+            S.f[r] += sign
+            S.fA[G.rule_parent[r]] += sign
+            c = S.node_child[x]
+            while c >= 0:
+                stack[top] = c
+                top += 1
+                c = S.node_sib[c]
+
+
+@njit(cache=True)
+def free_derivation(S, root, stack):
+    """Return a tree's nodes to the pool; TABLE nodes are references, their tables stay."""
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        if S.node_kind[x] == RULE:
+            c = S.node_child[x]
+            while c >= 0:
+                stack[top] = c
+                top += 1
+                c = S.node_sib[c]
+        free_node(S, x)
+
+
+@njit(cache=True)
+def same_derivation(S, x, y, stack):
+    """Equal trees, with TABLE nodes equal when they reference the same entry."""
+    stack[0] = x
+    stack[1] = y
+    top = 2
+    while top > 0:
+        top -= 2
+        a, b = stack[top], stack[top + 1]
+        kind = S.node_kind[a]
+        if kind != S.node_kind[b]:
+            return False
+        if kind == TERM:
+            if S.node_sym[a] != S.node_sym[b]:
+                return False
+        elif kind == TABLE:
+            if S.node_table[a] != S.node_table[b]:
+                return False
+        else:
+            if S.node_rule[a] != S.node_rule[b]:
+                return False
+            ca, cb = S.node_child[a], S.node_child[b]
+            while ca >= 0 and cb >= 0:
+                stack[top] = ca
+                stack[top + 1] = cb
+                top += 2
+                ca, cb = S.node_sib[ca], S.node_sib[cb]
+            if ca >= 0 or cb >= 0:
+                return False
+    return True
+
+
+@njit(cache=True)
+def find_entry(S, ad, y, label, skip, stack):
+    """The entry of adaptor `ad` with yield node `y` and this derivation (other than `skip`), or -1."""
+    k = S.trie_head[y]
+    while k >= 0:
+        if k != skip and S.tab_adaptor[k] == ad and same_derivation(S, S.tab_label[k], label, stack):
+            return k
+        k = S.tab_next[k]
+    return -1
+
+
+@njit(cache=True)
+def create_entry(G, S, V, ad, y, label, stack):
+    """Append a new entry (f~ = 0) at the end of its grammaton."""
+    k = alloc_table(S)
+    S.tab_adaptor[k] = ad
+    S.tab_label[k] = label
+    S.tab_yield[k] = y
+    S.tab_state[k] = OPEN
+    S.tab_count[k] = 0
+    link_table(S, k)
+    count_label(G, S, label, 1, stack)
+    V.ft[k] = 0.0
+    V.f_batch[k] = 0.0
+    V.lw[k] = -np.inf
+    V.rank[k] = V.counters[NEXT_RANK]
+    V.counters[NEXT_RANK] += 1
+    return k
+
+
+@njit(cache=True)
+def remove_entry(G, S, V, k, stack):
+    """Drop an unreferenced entry: its productions leave N_rule and U, its nodes the pool."""
+    label = S.tab_label[k]
+    count_label(G, S, label, -1, stack)
+    free_derivation(S, label, stack)
+    unlink_table(S, k)
+    V.ft[k] = 0.0
+    V.f_batch[k] = 0.0
+    V.lw[k] = -np.inf
+    free_table(S, k)
+
+
+@njit(cache=True)
+def entries_by_rank(S, V, ad):
+    """The entries of adaptor `ad` in stick order."""
+    n_tab = S.counters[TAB_HWM]
+    count = 0
+    for k in range(n_tab):
+        if S.tab_state[k] == OPEN and S.tab_adaptor[k] == ad:
+            count += 1
+    out = np.empty(count, np.int64)
+    keys = np.empty(count, np.int64)
+    count = 0
+    for k in range(n_tab):
+        if S.tab_state[k] == OPEN and S.tab_adaptor[k] == ad:
+            out[count] = k
+            keys[count] = V.rank[k]
+            count += 1
+    return out[np.argsort(keys, kind="mergesort")]
+
+
+@njit(cache=True)
+def merge_entries(G, S, V, keep, drop, stack):
+    """Fold entry `drop` into the equal entry `keep`: statistics add, references move."""
+    V.ft[keep] += V.ft[drop]
+    V.f_batch[keep] += V.f_batch[drop]
+    n_tab = S.counters[TAB_HWM]
+    for t in range(n_tab):
+        if S.tab_state[t] != OPEN or t == drop:
+            continue
+        stack[0] = S.tab_label[t]
+        top = 1
+        while top > 0:
+            top -= 1
+            x = stack[top]
+            if S.node_kind[x] == TABLE:
+                if S.node_table[x] == drop:
+                    S.node_table[x] = keep
+                    S.tab_count[keep] += 1
+                    S.tab_count[drop] -= 1
+            elif S.node_kind[x] == RULE:
+                c = S.node_child[x]
+                while c >= 0:
+                    stack[top] = c
+                    top += 1
+                    c = S.node_sib[c]
+    remove_entry(G, S, V, drop, stack)
+
+
+@njit(cache=True)
+def yield_node(S, words, i, j, n_term):
+    y = 0
+    for p in range(i, j):
+        y = trie_insert(S, y, words[p], n_term)
+    return y
+
+
+@njit(cache=True)
+def adopt_subtree(G, S, V, X, label, y, stack):
+    """The entry for a base-expanded adapted subtree: an equal existing entry, or a new one."""
+    ad = G.sym_adaptor[X]
+    k = find_entry(S, ad, y, label, -1, stack)
+    if k >= 0:
+        free_derivation(S, label, stack)
+        return k
+    return create_entry(G, S, V, ad, y, label, stack)
+
+
+@njit(cache=True)
+def new_table_node(S, X, k):
+    x = alloc_node(S, TABLE, X, -1)
+    S.node_table[x] = k
+    S.node_aux[x] = S.tab_yield[k]
+    return x

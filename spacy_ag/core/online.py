@@ -1,0 +1,296 @@
+"""The hybrid online learner: the Python driver around the variational kernels (ALGORITHMS.md 4.11).
+
+`OnlineLearner.step` is one minibatch of Algorithm 2. Everything the learner
+knows is in two namedtuples of arrays (the `State` holding the grammatons
+and the `Variational` statistics) plus a few counters, so it saves, resumes
+and continues like an MCMC chain. Batch variational Bayes is the same loop
+with the whole corpus as one minibatch and step size 1.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional
+
+import numba
+import numpy as np
+
+from .chain import UnparseableSentence
+from .compiled import CompiledGrammar
+from .grammatons import Variational, entries_by_rank, fit_capacity, new_variational
+from .rng import make_rng, shuffle
+from .sampler import need_nodes
+from .state import State, TAB_HWM, grow, new_state
+from .variational import (
+    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, merge_duplicates, prune, rank_by_counts,
+    refresh_weights, rederive, sentence_statistics_from_analyses,
+)
+from .vhyper import update_alpha, update_concentration, update_discount
+
+_MASK = (1 << 64) - 1
+
+
+@dataclass
+class OnlineSettings:
+    """Settings of the variational modes; defaults are [ZBC14]'s Brent unigram settings (4.16)."""
+
+    batch_size: int = 20  # B (vb: ignored, the whole corpus)
+    tau: float = 128.0  # decay inertia
+    kappa: float = 0.6  # decay rate (vb: 0)
+    samples: int = 10  # S: trees drawn per sentence
+    refine_every: int = 50  # u: minibatches between prunings (vb: every pass)
+    truncation: Dict[str, int] = field(default_factory=dict)  # K per adapted nonterminal
+    default_truncation: int = 1500  # K where neither `truncation` nor the grammar (`@ X K`) says
+    passes: int = 1  # passes over a corpus (vb: iterations)
+    corpus_size: int = 0  # D; 0: the corpus length (fit) or the sentences seen so far (stream)
+    # how decayed statistics are scaled when gamma and nu are formed (4.7): "none" (the paper's
+    # equations), "bias" (divided by 1 - prod(1 - eps)) or "tau_kappa" ([PyAdaGram]: times tau^kappa)
+    statistics_scale: str = "none"
+    update_alpha: bool = True
+    update_b: bool = True
+    update_a: bool = False
+    rederive: bool = True  # table-label re-derivation after each pruning
+    hyper_iterations: int = 20
+    workers: int = 0  # threads of the E-step (0: all cores)
+
+    def to_dict(self) -> Dict:
+        return asdict(self)
+
+
+def _mix(*values: int) -> int:
+    """A 64-bit seed from integers (splitmix64 steps), for per-sentence random streams."""
+    x = 0x243F6A8885A308D3
+    for v in values:
+        x = (x ^ (int(v) & _MASK)) & _MASK
+        x = (x + 0x9E3779B97F4A7C15) & _MASK
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        x = z ^ (z >> 31)
+    return x
+
+
+class OnlineLearner:
+    """Grammatons plus variational statistics, updated one minibatch at a time."""
+
+    def __init__(self, compiled: CompiledGrammar, settings: OnlineSettings, seed: int = 0,
+                 state: Optional[State] = None, variational: Optional[Variational] = None,
+                 progress: Optional[Dict] = None):
+        self.compiled = compiled
+        self.G = compiled.arrays
+        self.settings = settings
+        self.seed = int(seed)
+        G = self.G
+        n_ad = G.adaptor_nt.shape[0]
+        if state is None:
+            a, b = compiled.adaptor_params()
+            state = new_state(G.rule_parent.shape[0], G.n_nt, n_ad, 0, a, b, make_rng(seed),
+                              node_cap=4096, tab_cap=1024, trie_cap=4096)
+        if variational is None:
+            variational = new_variational(G.rule_alpha, n_ad, state.tab_count.shape[0])
+            refresh_weights(G, state, variational, 1.0)
+        self.state = state
+        self.V = fit_capacity(variational, state.tab_count.shape[0])
+        progress = progress or {}
+        self.minibatches = int(progress.get("minibatches", 0))
+        self.seen = int(progress.get("seen", 0))
+        self.inside_calls = int(progress.get("inside_calls", 0))
+        self.keep_prod = float(progress.get("keep_prod", 1.0))  # prod of (1 - eps) for bias correction
+        self.record_factor = 4
+        self.max_len = 1
+        self._work_len = 0
+        self.truncation = np.array([self._truncation(name) for name in compiled.adapted], np.int64)
+
+    # ------------------------------------------------------------------ settings
+    def _truncation(self, name: str) -> int:
+        if name in self.settings.truncation:
+            return int(self.settings.truncation[name])
+        options = self.compiled.grammar.adaptors[name].options
+        return int(options.get("K", self.settings.default_truncation))
+
+    def progress(self) -> Dict:
+        return {"minibatches": self.minibatches, "seen": self.seen, "inside_calls": self.inside_calls,
+                "keep_prod": self.keep_prod}
+
+    def step_size(self, l: int) -> float:
+        s = self.settings
+        return float((s.tau + l) ** (-s.kappa)) if s.kappa > 0 else 1.0
+
+    def correction(self) -> float:
+        s = self.settings
+        if s.statistics_scale == "tau_kappa" and s.kappa > 0:
+            return float(s.tau ** s.kappa)
+        if s.statistics_scale == "bias" and self.keep_prod < 1.0:
+            return 1.0 / (1.0 - self.keep_prod)
+        return 1.0
+
+    # ------------------------------------------------------------------ warm start
+    @classmethod
+    def from_mcmc(cls, compiled: CompiledGrammar, settings: OnlineSettings, state: State, seed: int = 0):
+        """Continue an MCMC state variationally: tables become grammaton entries (4.12)."""
+        state = state._replace(**{name: getattr(state, name).copy() for name in State._fields})
+        G = compiled.arrays
+        V = new_variational(G.rule_alpha, G.adaptor_nt.shape[0], state.tab_count.shape[0])
+        stack = np.empty(2 * state.node_kind.shape[0] + 16, np.int32)
+        sentence_statistics_from_analyses(G, state, V, stack)
+        merge_duplicates(G, state, V, stack)
+        rank_by_counts(G, state, V)
+        learner = cls(compiled, settings, seed, state=state, variational=V,
+                      progress={"seen": state.sent_root.shape[0]})
+        refresh_weights(G, learner.state, learner.V, 1.0)
+        return learner
+
+    # ------------------------------------------------------------------ pools
+    def _workspace(self, max_len: int):
+        if max_len <= self._work_len:
+            return
+        self._work_len = max(max_len, 2 * self._work_len)
+        per_tree = int(need_nodes(self._work_len, self.compiled.max_unary_chain)) + 16
+        self.stack = np.empty(2 * per_tree + 16, np.int32)
+        self.built = np.empty(per_tree, np.int32)
+        self.tree_rec = np.empty((per_tree, 6), np.int32)
+        self.terms = np.empty(self._work_len + 1, np.int32)
+
+    def _grow(self, n: int):
+        self.state = grow(self.state, need_nodes(n, self.compiled.max_unary_chain) * 4,
+                          need_nodes(n, self.compiled.max_unary_chain) * 2, n * (n + 1) // 2 + 1,
+                          self.G.n_term)
+        self.V = fit_capacity(self.V, self.state.tab_count.shape[0])
+
+    # ------------------------------------------------------------------ E-step
+    def sample(self, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray, stream: int):
+        """Draw `samples` trees for each sentence of `batch` under the current G' (in parallel).
+
+        Returns (records, record offsets, tree lengths, tree log weights, status).
+        """
+        s = self.settings
+        lengths = (sent_ptr[batch + 1] - sent_ptr[batch]).astype(np.int64)
+        seeds = np.array([_mix(self.seed, stream, i) for i in range(len(batch))], dtype=np.uint64)
+        workers = s.workers or numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
+        while True:
+            rec_ptr = np.zeros(len(batch) + 1, np.int64)
+            np.cumsum(s.samples * (self.record_factor * lengths + 16), out=rec_ptr[1:])
+            rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
+            samp_len = np.zeros((len(batch), s.samples), np.int64)
+            scores = np.zeros((len(batch), s.samples))
+            status = np.zeros(len(batch), np.int64)
+            estep(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
+                  scores, status)
+            if not (status == OVERFLOW).any():
+                return rec, rec_ptr, samp_len, scores, status
+            self.record_factor *= 2
+
+    # ------------------------------------------------------------------ one minibatch
+    def step(self, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray,
+             corpus_size: Optional[int] = None) -> Dict:
+        """One minibatch of Algorithm 2 over the sentences `batch` (indices into sent_ptr).
+
+        Raises `UnparseableSentence` with the index of a sentence that has no parse.
+        """
+        s, G = self.settings, self.G
+        started = time.perf_counter()
+        batch = np.asarray(batch, dtype=np.int64)
+        if not len(batch):
+            return {}
+        self.minibatches += 1
+        l = self.minibatches
+        self.seen += len(batch)
+        eps = self.step_size(l)
+        self.keep_prod *= 1.0 - eps
+        D = corpus_size or s.corpus_size or self.seen
+        max_len = int((sent_ptr[batch + 1] - sent_ptr[batch]).max())
+        self.max_len = max(self.max_len, max_len)
+        self._workspace(self.max_len)
+        rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, l)
+        self.inside_calls += len(batch)
+        bad = np.nonzero(status == UNPARSEABLE)[0]
+        if len(bad):
+            raise UnparseableSentence(int(batch[bad[0]]))
+        pos = 0
+        while pos < len(batch):
+            new_pos = absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status,
+                             1.0 / s.samples, pos, self.stack, self.built)
+            if new_pos == pos:
+                self._grow(max_len)
+                self._workspace(self.max_len)
+            pos = new_pos
+        decay(self.state, self.V, eps, D / len(batch))
+        corr = self.correction()
+        refresh_weights(G, self.state, self.V, corr)
+        ok = status == OK
+        line = {"minibatch": l, "step_size": eps, "sentences_seen": self.seen,
+                "batch_loglik": float(scores[ok].max(axis=1).sum())}
+        if s.refine_every and l % s.refine_every == 0:
+            line.update(self.refine(eps))
+        line["seconds"] = time.perf_counter() - started
+        return line
+
+    def refine(self, eps: float) -> Dict:
+        """Prune, re-derive, update hyperparameters, then rebuild G' (4.9, 4.8)."""
+        s, G = self.settings, self.G
+        corr = self.correction()
+        removed = prune(G, self.state, self.V, eps, self.truncation, self.stack)
+        refresh_weights(G, self.state, self.V, corr)
+        stats = np.zeros(3, np.int64)
+        if s.rederive:
+            rng = make_rng(_mix(self.seed, self.minibatches, 0x5EED))
+            for ad in G.adaptor_order:
+                entries = entries_by_rank(self.state, self.V, ad)
+                pos = 0
+                while pos < len(entries):
+                    new_pos = rederive(G, self.state, self.V, entries, pos, rng, self.tree_rec, self.terms,
+                                       self.stack, self.built, stats)
+                    if new_pos == pos:
+                        self._grow(self.max_len)
+                    pos = new_pos
+            self.inside_calls += int(stats[2])
+            refresh_weights(G, self.state, self.V, corr)
+        if s.update_alpha:
+            update_alpha(G, self.V, s.hyper_iterations)
+        for ad in range(G.adaptor_nt.shape[0]):
+            if s.update_a:
+                update_discount(self.state, self.V, ad, corr, 40)
+            if s.update_b:
+                update_concentration(self.state, self.V, ad, corr, s.hyper_iterations)
+        refresh_weights(G, self.state, self.V, corr)
+        return {"pruned": int(removed), "rederived": int(stats[0]), "merged": int(stats[1])}
+
+    # ------------------------------------------------------------------ reporting
+    def grammaton_sizes(self) -> Dict[str, int]:
+        sizes = np.zeros(self.G.adaptor_nt.shape[0], np.int64)
+        grammaton_sizes(self.G, self.state, sizes)
+        return {name: int(sizes[i]) for i, name in enumerate(self.compiled.adapted)}
+
+    def summary(self) -> Dict:
+        st = self.state
+        names = self.compiled.adapted
+        return {
+            "minibatches": self.minibatches,
+            "sentences_seen": self.seen,
+            "inside_calls": self.inside_calls,
+            "grammaton": self.grammaton_sizes(),
+            "a": {n: float(st.ad_a[i]) for i, n in enumerate(names)},
+            "b": {n: float(st.ad_b[i]) for i, n in enumerate(names)},
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+
+    def heldout(self, words: np.ndarray, sent_ptr: np.ndarray, batch_size: int = 256):
+        """Held-out log likelihood (4.15): per sentence the best log weight under G' among the
+        `samples` trees drawn; returns (sum over parseable sentences, number unparseable)."""
+        n = len(sent_ptr) - 1
+        total, unparseable = 0.0, 0
+        for start in range(0, n, batch_size):
+            batch = np.arange(start, min(n, start + batch_size), dtype=np.int64)
+            self._workspace(int((sent_ptr[batch + 1] - sent_ptr[batch]).max()))
+            _, _, _, scores, status = self.sample(words, sent_ptr, batch, -1 - start)
+            ok = status == OK
+            total += float(scores[ok].max(axis=1).sum())
+            unparseable += int((~ok).sum())
+        return total, unparseable
+
+    def shuffled(self, n: int, epoch: int) -> np.ndarray:
+        order = np.arange(n, dtype=np.int64)
+        shuffle(make_rng(_mix(self.seed, 0xE90C, epoch)), order)
+        return order

@@ -1,0 +1,360 @@
+"""Kernels of the hybrid variational algorithm (ALGORITHMS.md 4.3-4.9, 4.11, 4.15).
+
+One minibatch is: `estep` (parallel: inside chart of every sentence under
+G', S trees drawn into flat records, the state only read), `absorb`
+(sequential: records become f, g and h counts; new subtrees join their
+grammatons), `decay` (Eqs. 9-10) and `refresh_weights` (Eqs. 11-13 and 6-8:
+the next G'). Every u minibatches `prune` and `rederive` refine the
+truncation. Batch variational Bayes is the same code with one minibatch of
+the whole corpus and step size 1.
+"""
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .chart import REC_CACHED, REC_NEW, REC_RULE, REC_TERM, REC_WIDTH, inside_weighted, sample_records
+from .expectations import expected_log_theta, stick_expectations
+from .grammatons import (
+    NEXT_RANK, adopt_subtree, count_label, entries_by_rank, find_entry, free_derivation, merge_entries,
+    new_table_node, remove_entry, same_derivation, yield_node,
+)
+from .state import OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, room_ok, yield_length, yield_terms
+
+NEG_INF = -np.inf
+OK, UNPARSEABLE, OVERFLOW = 0, 1, 2
+
+
+@njit(cache=True)
+def seeded_rng(seed):
+    """xoshiro256** state from one 64-bit seed (splitmix64), as `rng.make_rng`."""
+    out = np.empty(4, np.uint64)
+    x = np.uint64(seed)
+    for i in range(4):
+        x += np.uint64(0x9E3779B97F4A7C15)
+        z = x
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        out[i] = z ^ (z >> np.uint64(31))
+    return out
+
+
+@njit(cache=True, parallel=True)
+def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
+    """Parse every sentence of the batch under G' and draw samp_len.shape[1] trees each.
+
+    Sentence b's trees go to rec[rec_ptr[b]:rec_ptr[b+1]] (lengths in
+    samp_len[b], log weights in scores[b]); status[b] says OK, UNPARSEABLE or
+    OVERFLOW (records did not fit: the caller enlarges and repeats). Each
+    sentence has its own random stream, so results do not depend on threads.
+    """
+    n_samples = samp_len.shape[1]
+    for b in prange(batch.shape[0]):
+        d = batch[b]
+        w = words[sent_ptr[d]:sent_ptr[d + 1]]
+        n = w.shape[0]
+        m = n + 1
+        chart = np.empty((m, m, G.n_sym))
+        scale = np.empty((m, m))
+        ynode = np.empty((m, m), np.int32)
+        logz = inside_weighted(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, 1.0, V.lw)
+        if logz == NEG_INF:
+            status[b] = UNPARSEABLE
+            continue
+        status[b] = OK
+        rng = seeded_rng(seeds[b])
+        r0, r_end = rec_ptr[b], rec_ptr[b + 1]
+        tasks = np.empty((r_end - r0 + 8, 3), np.int64)
+        buf = np.empty((m + 2, 3), np.int64)
+        for s in range(n_samples):
+            count, lr = sample_records(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, V.lw, rng,
+                                       tasks, buf, rec, r0, r_end)
+            if count < 0:
+                status[b] = OVERFLOW
+                break
+            samp_len[b, s] = count
+            scores[b, s] = lr
+            r0 += count
+
+
+@njit(cache=True)
+def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
+    """Turn the records of one tree into pool nodes; return its root.
+
+    Adds `weight` to g of every rule used and to f of every entry used (4.5);
+    each base-expanded adapted subtree is resolved, children first, to an
+    equal existing entry or a new one (its h counts go to f of that entry).
+    """
+    top = 0
+    for r in range(r1 - 1, r0 - 1, -1):
+        kind = rec[r, 0]
+        if kind == REC_TERM:
+            x = alloc_node(S, TERM, rec[r, 2], -1)
+        elif kind == REC_CACHED:
+            k = rec[r, 2]
+            x = new_table_node(S, rec[r, 1], k)
+            V.f_batch[k] += weight
+        elif kind == REC_RULE:
+            rule = rec[r, 2]
+            x = alloc_node(S, RULE, rec[r, 1], rule)
+            V.g_batch[rule] += weight
+            prev = -1
+            for c in range(rec[r, 3]):
+                child = built[top - 1 - c]
+                if prev < 0:
+                    S.node_child[x] = child
+                else:
+                    S.node_sib[prev] = child
+                prev = child
+            top -= rec[r, 3]
+        else:  # REC_NEW: its label is on top
+            top -= 1
+            y = yield_node(S, words, rec[r, 4], rec[r, 5], G.n_term)
+            k = adopt_subtree(G, S, V, rec[r, 1], built[top], y, stack)
+            V.f_batch[k] += weight
+            x = new_table_node(S, rec[r, 1], k)
+        built[top] = x
+        top += 1
+    return built[0]
+
+
+@njit(cache=True)
+def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built):
+    """Count the sampled trees of batch[pos:]; return how far it got (pools may need growing)."""
+    n_samples = samp_len.shape[1]
+    while pos < batch.shape[0]:
+        if status[pos] != OK:
+            pos += 1
+            continue
+        d = batch[pos]
+        n = sent_ptr[d + 1] - sent_ptr[d]
+        need = rec_ptr[pos + 1] - rec_ptr[pos]
+        if not room_ok(S, need, need, n * (n + 1) // 2 + 1):
+            return pos
+        w = words[sent_ptr[d]:sent_ptr[d + 1]]
+        r = rec_ptr[pos]
+        for s in range(n_samples):
+            root = materialize(G, S, V, rec, r, r + samp_len[pos, s], w, weight, stack, built)
+            free_derivation(S, root, stack)
+            r += samp_len[pos, s]
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def decay(S, V, eps, scale):
+    """f~ and g~ after a minibatch (Eqs. 9-10); `scale` is D / |B|."""
+    for k in range(S.counters[TAB_HWM]):
+        if S.tab_state[k] == OPEN:
+            V.ft[k] = (1.0 - eps) * V.ft[k] + eps * scale * V.f_batch[k]
+        V.f_batch[k] = 0.0
+    for r in range(V.gt.shape[0]):
+        V.gt[r] = (1.0 - eps) * V.gt[r] + eps * scale * V.g_batch[r]
+        V.g_batch[r] = 0.0
+
+
+@njit(cache=True)
+def stick_parameters(S, V, ad, entries, corr, nu1, nu2):
+    """nu1, nu2 of the entries of `ad` in stick order (Eqs. 12-13)."""
+    a = S.ad_a[ad]
+    b = S.ad_b[ad]
+    tail = 0.0
+    for p in range(entries.shape[0] - 1, -1, -1):
+        k = entries[p]
+        F = corr * V.ft[k] + S.tab_count[k]
+        nu1[p] = 1.0 - a + F
+        nu2[p] = b + (p + 1) * a + tail
+        tail += F
+
+
+@njit(cache=True)
+def refresh_weights(G, S, V, corr):
+    """gamma and nu from the statistics (Eqs. 11-13), then the weights of G' (Eqs. 6-8).
+
+    `corr` multiplies the decayed statistics (1 without bias correction).
+    """
+    n_rules = V.gamma.shape[0]
+    for r in range(n_rules):
+        V.gamma[r] = V.alpha[r] + corr * V.gt[r] + S.f[r]
+    elog_theta = np.empty(n_rules)
+    expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog_theta)
+    for ad in range(G.adaptor_nt.shape[0]):
+        entries = entries_by_rank(S, V, ad)
+        m = entries.shape[0]
+        nu1 = np.empty(m)
+        nu2 = np.empty(m)
+        stick_parameters(S, V, ad, entries, corr, nu1, nu2)
+        log_pi = np.empty(m)
+        V.elog_rho[ad] = stick_expectations(nu1, nu2, log_pi)
+        for p in range(m):
+            V.lw[entries[p]] = log_pi[p]
+    for r in range(n_rules):
+        lw = elog_theta[r]
+        ad = G.sym_adaptor[G.rule_parent[r]]
+        if ad >= 0:
+            lw += V.elog_rho[ad]
+        V.lrho[r] = lw
+        V.rho[r] = math.exp(lw)
+
+
+@njit(cache=True)
+def prune(G, S, V, eps, truncation, stack):
+    """Sort every grammaton by Lambda = f~ log(eps |z| + 1) and keep the first K (4.9).
+
+    Top-down, so removing a higher entry frees the lower entries it used
+    first; an entry still used by a kept entry stays even beyond K.
+    Returns the number of entries removed.
+    """
+    removed = 0
+    for ad in G.adaptor_order:
+        entries = entries_by_rank(S, V, ad)
+        m = entries.shape[0]
+        score = np.empty(m)
+        for p in range(m):
+            k = entries[p]
+            score[p] = -V.ft[k] * math.log(eps * yield_length(S, S.tab_yield[k]) + 1.0)
+        order = np.argsort(score, kind="mergesort")
+        base = V.counters[NEXT_RANK]
+        for idx in range(m):
+            k = entries[order[idx]]
+            if idx < truncation[ad] or S.tab_count[k] > 0:
+                V.rank[k] = base + idx
+            else:
+                remove_entry(G, S, V, k, stack)
+                removed += 1
+        V.counters[NEXT_RANK] = base + m
+    return removed
+
+
+@njit(cache=True)
+def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats):
+    """Draw a new derivation for entries[pos:] of one adaptor from G' without its own entries (4.9).
+
+    Lower subtrees of the draw that are not entries yet join their
+    grammatons; an entry whose new derivation equals another entry is merged
+    into the one earlier in stick order. stats: [changed, merged, inside calls].
+    Returns the next position (the pools may need growing first).
+    """
+    while pos < entries.shape[0]:
+        k = entries[pos]
+        if S.tab_state[k] != OPEN:  # merged away earlier in this pass
+            pos += 1
+            continue
+        n = yield_terms(S, S.tab_yield[k], terms)
+        need = rec.shape[0]
+        if not room_ok(S, need, need, n * (n + 1) // 2 + 1):
+            return pos
+        ad = S.tab_adaptor[k]
+        A = G.adaptor_nt[ad]
+        m = n + 1
+        chart = np.empty((m, m, G.n_sym))
+        scale = np.empty((m, m))
+        ynode = np.empty((m, m), np.int32)
+        stats[2] += 1
+        if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, 1.0, V.lw) == NEG_INF:
+            pos += 1
+            continue
+        tasks = np.empty((rec.shape[0] + 8, 3), np.int64)
+        buf = np.empty((m + 2, 3), np.int64)
+        count, _ = sample_records(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, V.lw, rng, tasks, buf,
+                                  rec, 0, rec.shape[0])
+        if count < 0:
+            pos += 1
+            continue
+        new = materialize(G, S, V, rec, 0, count, terms, 0.0, stack, built)
+        old = S.tab_label[k]
+        if same_derivation(S, new, old, stack):
+            free_derivation(S, new, stack)
+            pos += 1
+            continue
+        stats[0] += 1
+        count_label(G, S, old, -1, stack)
+        free_derivation(S, old, stack)
+        S.tab_label[k] = new
+        count_label(G, S, new, 1, stack)
+        other = find_entry(S, ad, S.tab_yield[k], new, k, stack)
+        if other >= 0:
+            stats[1] += 1
+            if V.rank[other] < V.rank[k]:
+                merge_entries(G, S, V, other, k, stack)
+            else:
+                merge_entries(G, S, V, k, other, stack)
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def sentence_statistics_from_analyses(G, S, V, stack):
+    """Turn an MCMC state into a variational one (warm start, 4.12).
+
+    The sentences' analyses are taken out: their rule uses become g~ and
+    their table uses f~ (both at corpus scale); what remains in f and
+    tab_count is exactly N_rule and U of the tables' labels.
+    """
+    for d in range(S.sent_root.shape[0]):
+        root = S.sent_root[d]
+        if root < 0:
+            continue
+        stack[0] = root
+        top = 1
+        while top > 0:
+            top -= 1
+            x = stack[top]
+            kind = S.node_kind[x]
+            if kind == TABLE:
+                k = S.node_table[x]
+                S.tab_count[k] -= 1
+                V.ft[k] += 1.0
+            elif kind == RULE:
+                r = S.node_rule[x]
+                S.f[r] -= 1
+                S.fA[G.rule_parent[r]] -= 1
+                V.gt[r] += 1.0
+                c = S.node_child[x]
+                while c >= 0:
+                    stack[top] = c
+                    top += 1
+                    c = S.node_sib[c]
+        free_derivation(S, root, stack)
+        S.sent_root[d] = -1
+
+
+@njit(cache=True)
+def merge_duplicates(G, S, V, stack):
+    """Merge tables with equal labels (MCMC may seat one dish at several tables),
+    lowest adaptors first so that higher labels become comparable; returns merges."""
+    merged = 0
+    order = G.adaptor_order
+    for o in range(order.shape[0] - 1, -1, -1):
+        ad = order[o]
+        entries = entries_by_rank(S, V, ad)
+        for k in entries:
+            if S.tab_state[k] != OPEN:
+                continue
+            other = find_entry(S, ad, S.tab_yield[k], S.tab_label[k], k, stack)
+            if other >= 0:
+                merge_entries(G, S, V, k, other, stack)
+                merged += 1
+    return merged
+
+
+@njit(cache=True)
+def rank_by_counts(G, S, V):
+    """Stick order by decreasing f~ + U (after a warm start)."""
+    for ad in range(G.adaptor_nt.shape[0]):
+        entries = entries_by_rank(S, V, ad)
+        key = np.empty(entries.shape[0])
+        for p in range(entries.shape[0]):
+            key[p] = -(V.ft[entries[p]] + S.tab_count[entries[p]])
+        order = np.argsort(key, kind="mergesort")
+        base = V.counters[NEXT_RANK]
+        for idx in range(order.shape[0]):
+            V.rank[entries[order[idx]]] = base + idx
+        V.counters[NEXT_RANK] = base + order.shape[0]
+
+
+@njit(cache=True)
+def grammaton_sizes(G, S, sizes):
+    for k in range(S.counters[TAB_HWM]):
+        if S.tab_state[k] == OPEN:
+            sizes[S.tab_adaptor[k]] += 1

@@ -1,0 +1,175 @@
+"""Variational training (modes `vb` and `online`): passes over a corpus or a stream, with checkpoints.
+
+The loop hands minibatches to `OnlineLearner.step`, reports trace lines,
+writes an atomic checkpoint every `checkpoint_every` minibatches and on
+Ctrl-C (honoured between minibatches), and resumes from it exactly: the
+shuffling of every pass and the random stream of every sentence derive from
+the seed, the pass and the position, so a resumed run equals an
+uninterrupted one.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .core.grammatons import Variational
+from .core.online import OnlineLearner, OnlineSettings
+from .serialize import ModelFileError, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
+from .core.state import TAB_HWM
+from .training import TrainingInterrupted, _StopRequest
+
+Report = Callable[[Dict], None]
+PER_TABLE = ("ft", "lw", "rank", "f_batch")
+
+
+def variational_arrays(V: Variational, n_tables: int) -> Dict[str, np.ndarray]:
+    """The statistics as `vb_*` arrays, per-table arrays cut like the state's table pool."""
+    n = max(1, int(n_tables))
+    return {f"vb_{name}": np.ascontiguousarray(getattr(V, name)[:n] if name in PER_TABLE else getattr(V, name))
+            for name in Variational._fields}
+
+
+def variational_from_arrays(arrays: Dict[str, np.ndarray], source: str) -> Optional[Variational]:
+    names = [f"vb_{name}" for name in Variational._fields]
+    present = [n in arrays for n in names]
+    if not any(present):
+        return None
+    if not all(present):
+        raise ModelFileError(f"{source}: incomplete variational statistics; retrain the model")
+    return Variational(*(np.array(arrays[n]) for n in names))
+
+
+def learner_arrays(learner: OnlineLearner) -> Dict[str, np.ndarray]:
+    arrays = state_arrays(learner.state)
+    arrays.update(variational_arrays(learner.V, learner.state.counters[TAB_HWM]))
+    return arrays
+
+
+def mode_settings(mode: str, settings: OnlineSettings, n_sentences: int) -> OnlineSettings:
+    """Batch VB is online with one minibatch of the whole corpus and step size 1 (4.12)."""
+    if mode == "vb":
+        return replace(settings, batch_size=max(1, n_sentences), kappa=0.0, refine_every=1)
+    return settings
+
+
+class VariationalRun:
+    """One training run: a learner, its corpus or stream, progress, checkpoints."""
+
+    def __init__(self, learner: OnlineLearner, *, passes: int, report: Optional[Report] = None,
+                 checkpoint: Optional[str] = None, checkpoint_every: int = 0, fingerprint: str = "",
+                 evaluate: Optional[Callable[[], Dict]] = None, eval_every: int = 0):
+        self.learner = learner
+        self.passes = passes
+        self.report = report
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
+        self.fingerprint = fingerprint
+        self.evaluate = evaluate
+        self.eval_every = eval_every
+        self.trace: List[Dict] = []
+        self.epoch = 0
+        self.position = 0
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> None:
+        meta = meta_header("checkpoint", mode="variational", fingerprint=self.fingerprint,
+                           progress=self.learner.progress(), epoch=self.epoch, position=self.position,
+                           trace=self.trace[-50:], settings=self.learner.settings.to_dict())
+        write_npz_atomic(Path(self.checkpoint), learner_arrays(self.learner), meta)
+
+    @staticmethod
+    def load_checkpoint(path: str, fingerprint: str):
+        arrays, meta = read_npz(Path(path), "checkpoint")
+        if meta.get("mode") != "variational":
+            raise ModelFileError(f"{path}: an MCMC checkpoint; resume it with inference mode mcmc")
+        if meta["fingerprint"] != fingerprint:
+            raise ValueError(f"{path}: checkpoint of another corpus or grammar; remove it or train "
+                             "without --resume")
+        state = state_from_arrays(arrays, path)
+        return state, variational_from_arrays(arrays, path), meta
+
+    def restore(self, meta: Dict) -> None:
+        self.epoch, self.position = int(meta["epoch"]), int(meta["position"])
+        self.trace = list(meta.get("trace", []))
+
+    # ------------------------------------------------------------------ loop
+    def _line(self, line: Dict, final_of_pass: bool) -> None:
+        learner = self.learner
+        line.update(learner.summary())
+        line["pass"] = self.epoch + 1
+        due = self.eval_every and learner.minibatches % self.eval_every == 0
+        if self.evaluate is not None and (due or final_of_pass):
+            line.update(self.evaluate())
+        self.trace.append(line)
+        if self.report is not None:
+            self.report(line)
+
+    def run_corpus(self, words: np.ndarray, sent_ptr: np.ndarray, corpus_size: int) -> None:
+        """Passes over an in-memory corpus, reshuffled at every pass."""
+        learner, B = self.learner, self.learner.settings.batch_size
+        n = len(sent_ptr) - 1
+        try:
+            with _StopRequest() as stop:
+                while self.epoch < self.passes:
+                    order = learner.shuffled(n, self.epoch)
+                    while self.position < n:
+                        batch = order[self.position:self.position + B]
+                        line = learner.step(words, sent_ptr, batch, corpus_size)
+                        self.position += len(batch)
+                        end = self.position >= n
+                        if "pruned" in line or end or (self.eval_every and
+                                                       learner.minibatches % self.eval_every == 0):
+                            self._line(line, end)
+                        if end:
+                            self.epoch += 1
+                            self.position = 0
+                        if self.checkpoint and ((self.checkpoint_every and
+                                                 learner.minibatches % self.checkpoint_every == 0) or end):
+                            self.save_checkpoint()
+                        if stop.requested:
+                            raise KeyboardInterrupt
+                        if end:
+                            break
+        except KeyboardInterrupt:
+            if self.checkpoint:
+                self.save_checkpoint()
+            raise TrainingInterrupted(self.checkpoint) from None
+
+    def run_stream(self, batches: Iterable[Tuple[np.ndarray, np.ndarray]], corpus_size: int) -> None:
+        """One pass over minibatches that arrive one at a time (bounded memory)."""
+        learner = self.learner
+        with _StopRequest() as stop:
+            for words, sent_ptr in batches:
+                batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
+                if not len(batch):
+                    continue
+                line = learner.step(words, sent_ptr, batch, corpus_size)
+                self.position += len(batch)
+                if "pruned" in line:
+                    self._line(line, False)
+                if self.checkpoint and self.checkpoint_every and learner.minibatches % self.checkpoint_every == 0:
+                    self.save_checkpoint()
+                if stop.requested:
+                    if self.checkpoint:
+                        self.save_checkpoint()
+                    raise TrainingInterrupted(self.checkpoint)
+        self.epoch += 1
+        self._line({"minibatch": learner.minibatches}, True)
+
+
+def shuffled_stream(sentences: Iterable[Sequence[str]], buffer: int, seed: int) -> Iterator[Sequence[str]]:
+    """Sentences in a locally shuffled order: a reservoir of `buffer` sentences (bounded memory)."""
+    rng = random.Random(seed)
+    pool: List[Sequence[str]] = []
+    for s in sentences:
+        pool.append(s)
+        if len(pool) >= buffer:
+            i = rng.randrange(len(pool))
+            pool[i], pool[-1] = pool[-1], pool[i]
+            yield pool.pop()
+    rng.shuffle(pool)
+    yield from pool
