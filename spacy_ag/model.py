@@ -171,6 +171,7 @@ class AdaptorGrammar:
 
     def _keep(self, learner: OnlineLearner) -> None:
         self.state, self.variational, self.progress = learner.state, learner.V, learner.progress()
+        self._weights_cache = None  # the learner updates its arrays in place
 
     def _fit_variational(self, corpus: Corpus, *, seed: int, callback, checkpoint_dir, checkpoint_every: int,
                          resume: bool, gold, eval_every: int) -> "AdaptorGrammar":

@@ -27,11 +27,17 @@ def evaluate_cli(
     With a pipeline directory as PRED (e.g. OUTPUT/model-last of `spacy-ag
     train`), GOLD's text is segmented by the pipeline and scored with
     nlp.evaluate: token, boundary and lexicon P/R/F, everything `spacy
-    evaluate` leaves out.
+    evaluate` leaves out. With a model directory as PRED (OUTPUT/model of
+    `spacy-ag train`), GOLD's text is segmented by the model (most probable
+    parse) and the held-out log likelihood of GOLD's text (ALGORITHMS.md
+    4.15) is reported too.
     """
     from ..corpus import DEFAULT_PUNCTUATION
     from ..evaluation import evaluate_files, format_scores
 
+    if pred.is_dir() and (pred / "state.npz").exists():
+        _evaluate_model(pred, gold, json_path, no_punct, drop_empty)
+        return
     if pred.is_dir():
         from ..pipeline_training import evaluate_pipeline, format_pipeline_scores
 
@@ -49,6 +55,32 @@ def evaluate_cli(
     typer.echo(format_scores(scores))
     if no_punct:
         scores["without_punctuation"] = evaluate_files(pred, gold, DEFAULT_PUNCTUATION, drop_empty=drop_empty)
+        typer.echo("without punctuation tokens:")
+        typer.echo(format_scores(scores["without_punctuation"]))
+    _write_json(json_path, scores)
+
+
+def _evaluate_model(model_dir: Path, gold: Path, json_path: Optional[Path], no_punct: bool,
+                    drop_empty: bool) -> None:
+    from ..corpus import DEFAULT_PUNCTUATION
+    from ..evaluation import format_scores, read_segmented, segmentation_scores
+    from ..model import AdaptorGrammar
+
+    _require_file(gold, "gold file")
+    model = AdaptorGrammar.load(model_dir)
+    gold_words = read_segmented(gold)
+    if drop_empty:
+        gold_words = [w for w in gold_words if w]
+    texts = ["".join(words) for words in gold_words]
+    pred = model.segment(texts)
+    scores = segmentation_scores(pred, gold_words)
+    scores.update(model.heldout_loglik(texts))
+    info(f"Model {model_dir} ({model.inference}) on the text of {gold}:")
+    typer.echo(format_scores(scores))
+    typer.echo(f"held-out log likelihood {scores['heldout_loglik']:.1f} over {scores['heldout_sentences']} "
+               f"chunks ({scores['heldout_unparseable']} without a parse)")
+    if no_punct:
+        scores["without_punctuation"] = segmentation_scores(pred, gold_words, exclude=DEFAULT_PUNCTUATION)
         typer.echo("without punctuation tokens:")
         typer.echo(format_scores(scores["without_punctuation"]))
     _write_json(json_path, scores)

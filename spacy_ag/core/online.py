@@ -23,7 +23,8 @@ from .rng import make_rng, shuffle
 from .sampler import need_nodes
 from .state import State, TAB_HWM, grow, new_state
 from .variational import (
-    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, merge_duplicates, prune, rank_by_counts,
+    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, longest_entry, merge_duplicates, prune,
+    rank_by_counts,
     refresh_weights, rederive, sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
@@ -98,7 +99,7 @@ class OnlineLearner:
         self.inside_calls = int(progress.get("inside_calls", 0))
         self.keep_prod = float(progress.get("keep_prod", 1.0))  # prod of (1 - eps) for bias correction
         self.record_factor = 4
-        self.max_len = 1
+        self.max_len = max(1, int(longest_entry(self.state)))  # entries may come from longer text
         self._work_len = 0
         self.truncation = np.array([self._truncation(name) for name in compiled.adapted], np.int64)
 

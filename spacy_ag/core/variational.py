@@ -354,6 +354,16 @@ def rank_by_counts(G, S, V):
 
 
 @njit(cache=True)
+def longest_entry(S):
+    """The longest yield of any entry: label walks and re-derivation buffers are sized by it."""
+    longest = 0
+    for k in range(S.counters[TAB_HWM]):
+        if S.tab_state[k] == OPEN:
+            longest = max(longest, yield_length(S, S.tab_yield[k]))
+    return longest
+
+
+@njit(cache=True)
 def grammaton_sizes(G, S, sizes):
     for k in range(S.counters[TAB_HWM]):
         if S.tab_state[k] == OPEN:
