@@ -100,7 +100,7 @@ class VariationalRun:
     def _line(self, line: Dict, final_of_pass: bool) -> None:
         learner = self.learner
         line.update(learner.summary())
-        line["pass"] = self.epoch + 1
+        line["pass"] = self.epoch if final_of_pass else self.epoch + 1
         due = self.eval_every and learner.minibatches % self.eval_every == 0
         if self.evaluate is not None and (due or final_of_pass):
             line.update(self.evaluate())
@@ -121,12 +121,12 @@ class VariationalRun:
                         line = learner.step(words, sent_ptr, batch, corpus_size)
                         self.position += len(batch)
                         end = self.position >= n
+                        if end:  # before reporting, so an interrupt in the report resumes cleanly
+                            self.epoch += 1
+                            self.position = 0
                         if "pruned" in line or end or (self.eval_every and
                                                        learner.minibatches % self.eval_every == 0):
                             self._line(line, end)
-                        if end:
-                            self.epoch += 1
-                            self.position = 0
                         if self.checkpoint and ((self.checkpoint_every and
                                                  learner.minibatches % self.checkpoint_every == 0) or end):
                             self.save_checkpoint()

@@ -332,9 +332,10 @@ def merge_duplicates(G, S, V, stack):
             if S.tab_state[k] != OPEN:
                 continue
             other = find_entry(S, ad, S.tab_yield[k], S.tab_label[k], k, stack)
-            if other >= 0:
+            while other >= 0:  # every copy of the dish
                 merge_entries(G, S, V, k, other, stack)
                 merged += 1
+                other = find_entry(S, ad, S.tab_yield[k], S.tab_label[k], k, stack)
     return merged
 
 
