@@ -4,7 +4,8 @@ Commands: ``train`` (config-driven MCMC training, spaCy-style dotted
 overrides, checkpoints and ``--resume``; or, given a spaCy pipeline config,
 a pipeline directory), ``init-config`` (a starting pipeline config),
 ``segment`` and ``parse`` (apply a trained model), ``check-grammar``,
-``evaluate`` (files or a pipeline) and ``demo`` (a self-contained run on
+``evaluate`` (files or a pipeline), ``evaluate-morph`` (morph boundaries against
+a Morpho Challenge gold file) and ``demo`` (a self-contained run on
 generated data). Each lives in its own module; ``_common`` holds what they share.
 
 Every expected failure (missing file, bad grammar, bad config, damaged model,
@@ -28,7 +29,7 @@ app = typer.Typer(
 
 # The command modules register themselves on `app` when imported, so `app`
 # must exist first; the import order is the order of `spacy-ag --help`.
-from . import train, init_config, segment_parse, grammar, evaluate, demo  # noqa: E402,F401
+from . import train, init_config, segment_parse, grammar, evaluate, morph, demo  # noqa: E402,F401
 # Re-exported: spacy_ag.pipeline_training and library users import these from spacy_ag.cli.
 from ._common import DEBUG_ENV, PROG, TraceLog, TrainingStopped, fail, good, info, warn  # noqa: E402
 from .train import TrainingResult, sentence_gold, train_model  # noqa: E402

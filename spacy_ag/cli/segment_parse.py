@@ -108,12 +108,24 @@ def segment_cli(
     category: Optional[str] = typer.Option(None, "--category", "-c",
                                            help="Segmentation category (default: the model's, e.g. Word)"),
     batch_size: int = typer.Option(1000, "--batch-size", help="Lines segmented per call", min=1),
+    level: Optional[str] = typer.Option(None, "--level", "-l",
+                                        help="Morph nonterminals, e.g. Stem,Suffix: print each word of a "
+                                             "line as its morphs joined by + (walk+ing)"),
 ) -> None:
-    """Segment each line of INPUT into words, printed separated by single spaces."""
+    """Segment each line of INPUT into words, printed separated by single spaces.
+
+    With --level (word-internal grammars, e.g. a morphology model trained on a
+    word list), each whitespace-separated word of a line is parsed on its own
+    and printed as the yields of its outermost nodes at those levels, joined
+    by + (Stem also matches the class-indexed Stem_3): `walking` -> `walk+ing`.
+    """
     model = _load_model(model_path)
     if category is not None and category not in model.grammar.nonterminals:
         raise ValueError(f"--category {category!r} is not a nonterminal of the model's grammar; choose one of "
                          + ", ".join(model.grammar.nonterminals))
+    if level is not None:
+        _segment_levels(model, input_path, output, level, batch_size)
+        return
     with _Writer(output) as out, _line_progress("segmenting", output is not None) as advance:
         for batch in _batches(_input_lines(input_path), batch_size):
             texts = [text for _, text in batch]
@@ -122,6 +134,27 @@ def segment_cli(
             advance(len(batch))
     if output is not None:
         good(f"Segmentation written to {output}", err=True)
+
+
+def _segment_levels(model, input_path: str, output: Optional[Path], level: str, batch_size: int) -> None:
+    """`segment --level`: every word of every line as its morphs (`spacy_ag.morphology.analysis`)."""
+    from ..morphology.analysis import analyse_words, format_morphs, label_matches, parse_levels
+
+    levels = parse_levels(level)
+    unknown = [name for name in levels if not any(label_matches(nt, [name]) for nt in model.grammar.nonterminals)]
+    if unknown:
+        raise ValueError(f"--level {','.join(unknown)}: not a nonterminal of the model's grammar (nor one with a "
+                         f"class index such as {unknown[0]}_1); choose from "
+                         + ", ".join(model.grammar.nonterminals))
+    with _Writer(output) as out, _line_progress("segmenting", output is not None) as advance:
+        for batch in _batches(_input_lines(input_path), batch_size):
+            lines = [text.split() for _, text in batch]
+            analyses = iter(analyse_words(model, [w for words in lines for w in words], levels))
+            for words in lines:
+                out.write(" ".join(format_morphs(next(analyses)[0]) for _ in words) + "\n")
+            advance(len(batch))
+    if output is not None:
+        good(f"Analyses written to {output}", err=True)
 
 
 @app.command("parse")

@@ -9,7 +9,18 @@ Modes:
   its whitespace; one tree per Doc.
 * ``mode = "token"``: the terminals are the characters of each token (for
   word-internal grammars such as morphology); one tree per non-whitespace
-  token (equal token texts are parsed once per Doc).
+  token (equal token texts are parsed once per Doc). ``train_on = "types"``
+  fits on each distinct token text once (the usual unit for morphology:
+  a frequent word should not dominate the analyses of the rare ones),
+  ``"tokens"`` on every token.
+
+Morphology (see `spacy_ag.morphology`): ``grammar`` may name a generated
+morphology grammar, ``"stem-suffix"``, ``"prefix-stem-suffix"`` or
+``"submorphs"``, each also with ``-classes`` (``"stem-suffix-classes"``:
+``classes`` hidden classes, [JGG06] used 6)::
+
+    nlp.add_pipe("ag_parser", config={"grammar": "stem-suffix-classes", "classes": 6,
+                                      "mode": "token", "train_on": "types"})
 
 Output (every value survives ``DocBin(store_user_data=True)`` and
 ``nlp.pipe(..., n_process=k)``):
@@ -38,7 +49,20 @@ Output (every value survives ``DocBin(store_user_data=True)`` and
   (so in ``doc.user_data``); ``ag_morphs`` is a module-level getter/setter
   that always returns a new list, because spaCy restores sequences in
   ``user_data`` as tuples from DocBin but as lists from ``Doc.from_bytes``
-  (``n_process``), and the two would compare unequal.
+  (``n_process``), and the two would compare unequal. With a grammar whose
+  morphs are labelled ``Stem_3`` and the like (hidden classes), a morph label
+  ``Stem`` matches them too, and characters under no morph node are kept as
+  a morph of their own, so the morphs always spell the token.
+* ``token._.ag_morph_string``: the morphs joined by ``+`` (``walk+ing``),
+  the form ``spacy-ag segment --level`` prints (a getter; None without a parse).
+* ``token._.ag_morph_class``: the hidden class ``c`` of the ``Word_c`` that
+  expanded the token (an int), or None (no parse, or a grammar without classes).
+* ``token.morph`` is left alone unless ``set_morph = true``: then the class is
+  added as the feature ``AgClass=<c>`` (kept with the token's other features).
+  The morphs themselves are not written there: UD features hold closed-class
+  values (``Tense=Past``), and a segmentation is a string of the word's own
+  letters, which may contain the ``|``, ``=`` and ``,`` that spaCy's MORPH
+  syntax reserves.
 
 Text that the grammar cannot parse (for example a character never seen in
 training) gets no tree: an empty span group and None extensions.
@@ -55,6 +79,8 @@ from spacy.tokens import Doc, Span, SpanGroup, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from ..morphology.analysis import format_morphs, morph_class, morphs_at
+from ..morphology.grammars import morphology_grammar, parse_grammar_name
 from .fitting import fit_adaptor_grammar
 from .segmenter import (
     ModelSerializer, is_dummy_examples, load_grammar, load_model_dir,
@@ -65,6 +91,7 @@ logger = logging.getLogger("spacy_ag")
 __all__ = ["AGParser", "make_ag_parser", "install_extensions"]
 
 MODES = ("doc", "token")
+TRAIN_UNITS = ("tokens", "types")
 DEFAULT_MORPH_LABELS = ["Prefix", "Stem", "Suffix", "Morph"]
 
 
@@ -74,6 +101,8 @@ def install_extensions() -> None:
     Token.set_extension("ag_tree", default=None, force=True)
     Token.set_extension("_ag_morphs", default=None, force=True)
     Token.set_extension("ag_morphs", getter=_get_morphs, setter=_set_morphs, force=True)
+    Token.set_extension("ag_morph_class", default=None, force=True)
+    Token.set_extension("ag_morph_string", getter=_get_morph_string, force=True)
 
 
 def _get_morphs(token: Token) -> Optional[List[str]]:
@@ -85,18 +114,27 @@ def _set_morphs(token: Token, value: Optional[Sequence[str]]) -> None:
     token._._ag_morphs = None if value is None else tuple(value)
 
 
+def _get_morph_string(token: Token) -> Optional[str]:
+    value = token._._ag_morphs
+    return None if value is None else format_morphs(value)
+
+
 install_extensions()
 
 
 @Language.factory(
     "ag_parser",
-    assigns=["doc.spans", "doc._.ag_tree", "token._.ag_tree", "token._.ag_morphs"],
+    assigns=["doc.spans", "doc._.ag_tree", "token._.ag_tree", "token._.ag_morphs",
+             "token._.ag_morph_class", "token.morph"],
     default_config={
         "grammar": "unigram",
         "mode": "doc",
         "spans_key": "ag",
         "segment_category": None,
         "morph_labels": DEFAULT_MORPH_LABELS,
+        "classes": 6,
+        "train_on": "tokens",
+        "set_morph": False,
         "compact": True,
         "iterations": 100,
         "seed": 0,
@@ -114,6 +152,9 @@ def make_ag_parser(
     spans_key: str,
     segment_category: Optional[str],
     morph_labels: List[str],
+    classes: int,
+    train_on: str,
+    set_morph: bool,
     compact: bool,
     iterations: int,
     seed: int,
@@ -124,7 +165,8 @@ def make_ag_parser(
 ) -> "AGParser":
     """Factory of the ``ag_parser`` component (settings: see `AGParser`)."""
     return AGParser(nlp.vocab, name, grammar=grammar, mode=mode, spans_key=spans_key,
-                    segment_category=segment_category, morph_labels=morph_labels, compact=compact,
+                    segment_category=segment_category, morph_labels=morph_labels, classes=classes,
+                    train_on=train_on, set_morph=set_morph, compact=compact,
                     iterations=iterations, seed=seed, chains=chains, default_a=default_a,
                     default_b=default_b, model=model)
 
@@ -134,13 +176,19 @@ class AGParser(ModelSerializer, Pipe):
 
     vocab (Vocab): The shared vocabulary.
     name (str): The component name.
-    grammar (str): "unigram", "colloc", "morph" or a grammar file, used when
-        fitting in `initialize`.
+    grammar (str): "unigram", "colloc", "morph", a morphology grammar
+        ("stem-suffix", "prefix-stem-suffix", "submorphs", each also with
+        "-classes") or a grammar file, used when fitting in `initialize`.
     mode (str): "doc" or "token".
     spans_key (str): Key of the span group.
     segment_category (Optional[str]): The model's segmentation category
         (None: the grammar's start symbol); only checked, not used for parsing.
-    morph_labels (List[str]): Labels whose yields make ``token._.ag_morphs``.
+    morph_labels (List[str]): Labels whose yields make ``token._.ag_morphs``
+        (``Stem`` also matches the class-indexed ``Stem_3``).
+    classes (int): Hidden classes of the "-classes" morphology grammars.
+    train_on (str): Token mode: fit on every token ("tokens") or on each
+        distinct token text once ("types").
+    set_morph (bool): Add ``AgClass=<c>`` to ``token.morph`` (token mode).
     compact (bool): Keep only adapted nodes and roots (spans and bracketed trees).
     iterations, seed, chains (int): Sampler settings when fitting.
     default_a, default_b (float): PY parameters of adapted nonterminals without numbers.
@@ -153,11 +201,16 @@ class AGParser(ModelSerializer, Pipe):
 
     def __init__(self, vocab: Vocab, name: str = "ag_parser", *, grammar: str = "unigram",
                  mode: str = "doc", spans_key: str = "ag", segment_category: Optional[str] = None,
-                 morph_labels: Sequence[str] = tuple(DEFAULT_MORPH_LABELS), compact: bool = True,
+                 morph_labels: Sequence[str] = tuple(DEFAULT_MORPH_LABELS), classes: int = 6,
+                 train_on: str = "tokens", set_morph: bool = False, compact: bool = True,
                  iterations: int = 100, seed: int = 0, chains: int = 1, default_a: float = 1e-4,
                  default_b: float = 1e4, model: Optional[str] = None) -> None:
         if mode not in MODES:
             raise ValueError(f"ag_parser: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if train_on not in TRAIN_UNITS:
+            raise ValueError(f"ag_parser: train_on must be one of {', '.join(TRAIN_UNITS)}, got {train_on!r}")
+        if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
+            raise ValueError(f"ag_parser: classes must be a whole number >= 1, got {classes!r}")
         if iterations < 1 or chains < 1:
             raise ValueError(f"ag_parser: iterations and chains must be >= 1, got {iterations} and {chains}")
         self.vocab = vocab
@@ -165,7 +218,7 @@ class AGParser(ModelSerializer, Pipe):
         self.cfg: Dict[str, Any] = {
             "grammar": grammar, "mode": mode, "spans_key": spans_key,
             "segment_category": segment_category, "morph_labels": list(morph_labels),
-            "compact": compact, "iterations": iterations, "seed": seed, "chains": chains,
+            "classes": classes, "train_on": train_on, "set_morph": set_morph, "compact": compact, "iterations": iterations, "seed": seed, "chains": chains,
             "default_a": default_a, "default_b": default_b, "model": model,
         }
         self.model = None
@@ -192,10 +245,14 @@ class AGParser(ModelSerializer, Pipe):
 
     # -------------------------------------------------------------- training
     def training_texts(self, examples: Iterable[Example]) -> List[str]:
-        """Doc mode: each reference text; token mode: each non-whitespace reference token."""
+        """Doc mode: each reference text; token mode: each non-whitespace reference token
+        (each distinct one once, in order of first occurrence, with ``train_on = "types"``)."""
         if self.cfg["mode"] == "doc":
             return [eg.reference.text for eg in examples if eg.reference.text.strip()]
-        return [t.text for eg in examples for t in eg.reference if not t.is_space]
+        tokens = [t.text for eg in examples for t in eg.reference if not t.is_space]
+        if self.cfg.get("train_on") == "types":
+            return list(dict.fromkeys(tokens))
+        return tokens
 
     def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
                    nlp: Optional[Language] = None, model_path: Optional[str] = None,
@@ -228,13 +285,28 @@ class AGParser(ModelSerializer, Pipe):
         cfg = self.cfg
         if not texts:
             raise ValueError(f"{self.name}: the training examples contain no text to learn from")
-        grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
+        grammar = self.load_grammar()
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"] or grammar.start,
                                mode="chars")
         logger.info("%s: fitting %s on %d texts, %d iterations", self.name, cfg["grammar"], len(texts),
                     cfg["iterations"])
         return fit_adaptor_grammar(model, texts, component=self.name, grammar=str(cfg["grammar"]),
                                    iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
+
+    def load_grammar(self):
+        """The `Grammar` named by the ``grammar`` setting: a generated morphology
+        grammar (with its own a and b, `spacy_ag.morphology.grammars`), a
+        built-in or a grammar file (with ``default_a``/``default_b``).
+        """
+        from ..grammar import read_grammar
+
+        cfg = self.cfg
+        morph = parse_grammar_name(str(cfg["grammar"]))
+        if morph is None:
+            return load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
+        kind, with_classes = morph
+        text = morphology_grammar(kind, classes=cfg.get("classes", 6) if with_classes else None)
+        return read_grammar(text, source=f"<morphology grammar {cfg['grammar']!r}>")
 
     # -------------------------------------------------------------- annotating
     def __call__(self, doc: Doc) -> Doc:
@@ -309,7 +381,7 @@ class AGParser(ModelSerializer, Pipe):
             result = None
         else:
             result = (tree, tree.bracketed(compact=self.cfg["compact"]),
-                      tuple(_outermost_yields(tree, frozenset(self.cfg["morph_labels"]))))
+                      tuple(morphs_at(tree, self.cfg["morph_labels"])), morph_class(tree))
         if len(self._token_cache) > 100_000:
             self._token_cache.clear()
         self._token_cache[text] = result
@@ -324,10 +396,16 @@ class AGParser(ModelSerializer, Pipe):
             if analysis is None:
                 token._.ag_tree = None
                 token._._ag_morphs = None
+                token._.ag_morph_class = None
                 continue
-            tree, bracketed, morphs = analysis
+            tree, bracketed, morphs, klass = analysis
             token._.ag_tree = bracketed
             token._._ag_morphs = morphs
+            token._.ag_morph_class = klass
+            if klass is not None and self.cfg.get("set_morph"):
+                features = token.morph.to_dict()
+                features["AgClass"] = str(klass)
+                token.set_morph(features)
             offsets = [token.idx + i for i, c in enumerate(token.text) if not c.isspace()]
             base = len(entries)
             for node, parent in self._nodes(tree):
@@ -343,15 +421,3 @@ class AGParser(ModelSerializer, Pipe):
 
 def _restore_parser(vocab, name, cfg, data) -> AGParser:
     return AGParser(vocab, name, **cfg).from_bytes(data)
-
-
-def _outermost_yields(tree, labels: frozenset) -> List[str]:
-    out: List[str] = []
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        if node.label in labels:
-            out.append("".join(node.leaves()))
-            continue
-        todo.extend(c for c in reversed(node.children) if not isinstance(c, str))
-    return out
