@@ -293,6 +293,31 @@ class AGParser(ModelSerializer, Pipe):
         return fit_adaptor_grammar(model, texts, component=self.name, grammar=str(cfg["grammar"]),
                                    iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
 
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One online step of the hybrid variational algorithm on the examples' text, so that
+        ``spacy train`` drives the grammar with its minibatches.
+
+        RETURNS (Dict[str, float]): `losses` with this component's entry increased by
+            the negative log likelihood of the batch.
+        """
+        from ..model import AdaptorGrammar
+
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        texts = self.training_texts(examples)
+        if not texts:
+            return losses
+        if self.model is None and self._model_path:
+            self._require_model()
+        if self.model is None:
+            grammar = self.load_grammar()
+            self._set_model(AdaptorGrammar(grammar, segment_category=self.cfg["segment_category"] or grammar.start,
+                                           mode="chars", inference="online"))
+        losses[self.name] += self.model.online_step(texts, seed=self.cfg["seed"])
+        self._token_cache = {}
+        return losses
+
     def load_grammar(self):
         """The `Grammar` named by the ``grammar`` setting: a generated morphology
         grammar (with its own a and b, `spacy_ag.morphology.grammars`), a
