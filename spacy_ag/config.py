@@ -358,8 +358,10 @@ def _one_line(err: Exception) -> str:
     return "; ".join(lines) or "invalid config"
 
 
-def load_config(path: PathLike, overrides: Optional[Mapping[str, Any]] = None) -> Config:
-    """Read and interpolate a config file, applying dotted overrides."""
+def load_config(path: PathLike, overrides: Optional[Mapping[str, Any]] = None,
+                schema: Optional[Dict[str, Dict[str, Tuple[Check, Any]]]] = None) -> Config:
+    """Read and interpolate a config file, applying dotted overrides (checked against `schema`)."""
+    sections = schema or SCHEMA
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found" if not path.exists()
@@ -371,12 +373,12 @@ def load_config(path: PathLike, overrides: Optional[Mapping[str, Any]] = None) -
     overrides = dict(overrides or {})
     for key in overrides:
         section, _, name = key.partition(".")
-        if section not in SCHEMA:
+        if section not in sections:
             raise ConfigError(f"{path}: unknown section in override --{key}; sections are "
-                              + ", ".join(SCHEMA))
-        if "." in name or name not in SCHEMA[section]:
+                              + ", ".join(sections))
+        if "." in name or name not in sections[section]:
             raise ConfigError(f"{path}: unknown key in override --{key}; [{section}] takes "
-                              + ", ".join(SCHEMA[section]))
+                              + ", ".join(sections[section]))
     # Read without interpolation first, so that overrides of keys the file
     # leaves out can be added before variables like ${paths.train} resolve.
     try:
@@ -401,16 +403,17 @@ def _where(path: Path, section: str, key: Optional[str] = None) -> str:
     return f"{path}: {section}.{key}" if key else f"{path}: [{section}]"
 
 
-def _validated(config: Mapping[str, Any], path: Path) -> Dict[str, Dict[str, Any]]:
+def _validated(config: Mapping[str, Any], path: Path, schema: Optional[Dict] = None) -> Dict[str, Dict[str, Any]]:
     """Each section's values checked and converted, defaults filled in."""
+    sections = schema or SCHEMA
     for section, values in config.items():
-        if section not in SCHEMA:
+        if section not in sections:
             raise ConfigError(f"{path}: unknown section [{section}]; sections are "
-                              + ", ".join(f"[{s}]" for s in SCHEMA))
+                              + ", ".join(f"[{s}]" for s in sections))
         if not isinstance(values, Mapping):
             raise ConfigError(f"{path}: [{section}] must be a section, got {values!r}")
     out: Dict[str, Dict[str, Any]] = {}
-    for section, keys in SCHEMA.items():
+    for section, keys in sections.items():
         values = dict(config.get(section, {}))
         for key, value in values.items():
             if key not in keys:
@@ -542,6 +545,50 @@ def _read_raw(path: Path) -> Config:
         return Config().from_str(text, interpolate=False)
     except Exception as err:  # configparser errors that confection lets through
         raise ConfigError(f"{path}: {_one_line(err)}") from None
+
+
+def is_topic_config(path: PathLike) -> bool:
+    """True if the config file trains a topic model (it has a ``[topics]`` section)."""
+    return "topics" in _read_raw(Path(path))
+
+
+#: Topic-model configs: documents (one per line, tokens separated by spaces), the model, the online settings.
+TOPIC_SCHEMA: Dict[str, Dict[str, Tuple[Check, Any]]] = {
+    "paths": {"train": (_PATH, None), "output": (_PATH, None)},
+    "corpus": {"path": (_PATH, None), "heldout_fraction": (_float(0.0, 1.0, high_open=True,
+                                                                 text="a number in [0, 1)"), 0.1)},
+    "topics": {
+        "n_topics": (_int(1), 5),
+        "alpha": (_float(0.0, low_open=True, text="a number > 0"), 0.1),
+        "a": (_float(0.0, 1.0, high_open=True, text="a number in [0, 1)"), 0.0),
+        "b": (_float(0.0, low_open=True, text="a number > 0"), 10.0),
+        "passes": (_int(1), 1),
+        "local_iterations": (_int(1), 20),
+        "top_words": (_int(1), 10),
+    },
+    "online": {},
+    "training": {"seed": (_int(0), 0)},
+}
+
+
+def load_topic_config(path: PathLike, overrides: Optional[Union[Mapping[str, Any], Sequence[str]]] = None
+                      ) -> Dict[str, Any]:
+    """A topic config, validated: sections as dicts, `online` as `OnlineSettings` with the
+    topic defaults ([ZBC14]'s de-news settings) for keys the file leaves out."""
+    from .topics.model import TOPIC_DEFAULTS
+
+    schema = dict(TOPIC_SCHEMA)
+    schema["online"] = {key: (check, TOPIC_DEFAULTS.get(key, default))
+                        for key, (check, default) in SCHEMA["online"].items()}
+    if overrides is not None and not isinstance(overrides, Mapping):
+        overrides = parse_overrides(overrides)
+    path = Path(path)
+    config = load_config(path, overrides, schema)
+    v = _validated(config, path, schema)
+    v["online"] = OnlineSettings(**v["online"])
+    v["config"] = Config({section: dict(values) if isinstance(values, dict) else values
+                          for section, values in config.items()})
+    return v
 
 
 def is_pipeline_config(path: PathLike) -> bool:

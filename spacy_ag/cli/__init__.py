@@ -29,7 +29,7 @@ app = typer.Typer(
 
 # The command modules register themselves on `app` when imported, so `app`
 # must exist first; the import order is the order of `spacy-ag --help`.
-from . import train, init_config, segment_parse, grammar, evaluate, morph, demo  # noqa: E402,F401
+from . import train, init_config, segment_parse, grammar, evaluate, morph, topics, demo  # noqa: E402,F401
 # Re-exported: spacy_ag.pipeline_training and library users import these from spacy_ag.cli.
 from ._common import DEBUG_ENV, PROG, TraceLog, TrainingStopped, fail, good, info, warn  # noqa: E402
 from .train import TrainingResult, sentence_gold, train_model  # noqa: E402

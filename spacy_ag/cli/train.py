@@ -280,7 +280,7 @@ def train_cli(
     if it has gold data. Writes OUTPUT/model-last (a pipeline for spacy.load,
     spacy evaluate and spacy package), OUTPUT/trace.jsonl and OUTPUT/scores.json.
     """
-    from ..config import is_pipeline_config
+    from ..config import is_pipeline_config, is_topic_config
 
     overrides = parse_overrides(ctx.args)
     _require_file(config_path, "config file")
@@ -289,6 +289,11 @@ def train_cli(
 
         _require_file(code, "--code file")
         import_file("spacy_ag_user_code", code)
+    if is_topic_config(config_path):
+        from .topics import train_topics
+
+        train_topics(config_path, output, overrides)
+        return
     if is_pipeline_config(config_path):
         from ..pipeline_training import train_pipeline
 

@@ -2,6 +2,7 @@
 
 * ``spacy-ag.Segmenter.v1`` (tokenizer): unsupervised word segmentation (`segmenter`);
 * ``ag_parser`` (pipeline component): trees of an adaptor grammar (`parser`);
+* ``ag_topics`` (pipeline component): infinite-vocabulary topics of Docs and tokens (`topics`);
 * ``ag_tokenizer_update`` (pipeline component): lets ``spacy train`` update the segmenter;
 * ``spacy-ag.segmentation_scorer.v1`` (scorer): token/boundary/lexicon P/R/F (`scoring`);
 * ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`);
@@ -20,9 +21,11 @@ from .readers import SegmentedCorpus, create_segmented_corpus
 from .scoring import make_segmentation_scorer, score_segmentation
 from .segmenter import BUILTIN_GRAMMARS, Segmenter, create_segmenter
 from .tokenizer_update import TokenizerUpdate, make_tokenizer_update
+from .topics import AGTopics, make_ag_topics
 
 __all__ = [
     "AGParser",
+    "AGTopics",
     "BUILTIN_GRAMMARS",
     "FitObserver",
     "FitSettings",
@@ -33,6 +36,7 @@ __all__ = [
     "create_segmenter",
     "install_extensions",
     "make_ag_parser",
+    "make_ag_topics",
     "make_segmentation_scorer",
     "make_tokenizer_update",
     "observe_fitting",

@@ -190,21 +190,31 @@ class OnlineLearner:
 
         Raises `UnparseableSentence` with the index of a sentence that has no parse.
         """
-        s, G = self.settings, self.G
-        started = time.perf_counter()
         batch = np.asarray(batch, dtype=np.int64)
         if not len(batch):
             return {}
+        started = time.perf_counter()
+        eps, scale = self.begin_minibatch(len(batch), corpus_size)
+        loglik = self._collect(words, sent_ptr, batch)
+        return self.end_minibatch(eps, scale, started, loglik)
+
+    def begin_minibatch(self, n_items: int, corpus_size: Optional[int]):
+        """Count the minibatch; return its step size and D / |B|."""
+        s = self.settings
         self.minibatches += 1
-        l = self.minibatches
-        self.seen += len(batch)
-        eps = self.step_size(l)
+        self.seen += n_items
+        eps = self.step_size(self.minibatches)
         self.keep_prod *= 1.0 - eps
         D = corpus_size or s.corpus_size or self.seen
+        return eps, D / n_items
+
+    def _collect(self, words, sent_ptr, batch) -> float:
+        """E-step and counts of one minibatch of sentences; returns its log likelihood (4.15)."""
+        s, G = self.settings, self.G
         max_len = int((sent_ptr[batch + 1] - sent_ptr[batch]).max())
         self.max_len = max(self.max_len, max_len)
         self._workspace(self.max_len)
-        rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, l)
+        rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
         self.inside_calls += len(batch)
         bad = np.nonzero(status == UNPARSEABLE)[0]
         if len(bad):
@@ -217,13 +227,16 @@ class OnlineLearner:
                 self._grow(max_len)
                 self._workspace(self.max_len)
             pos = new_pos
-        decay(self.state, self.V, eps, D / len(batch))
-        corr = self.correction()
-        refresh_weights(G, self.state, self.V, corr)
         ok = status == OK
-        line = {"minibatch": l, "step_size": eps, "sentences_seen": self.seen,
-                "batch_loglik": float(scores[ok].max(axis=1).sum())}
-        if s.refine_every and l % s.refine_every == 0:
+        return float(scores[ok].max(axis=1).sum())
+
+    def end_minibatch(self, eps: float, scale: float, started: float, loglik: float) -> Dict:
+        """Decay, new weights, and every u minibatches the refinement (Algorithm 2's tail)."""
+        decay(self.state, self.V, eps, scale)
+        refresh_weights(self.G, self.state, self.V, self.correction())
+        line = {"minibatch": self.minibatches, "step_size": eps, "sentences_seen": self.seen,
+                "batch_loglik": loglik}
+        if self.settings.refine_every and self.minibatches % self.settings.refine_every == 0:
             line.update(self.refine(eps))
         line["seconds"] = time.perf_counter() - started
         return line

@@ -33,8 +33,14 @@ def update_alpha(G, V, iterations):
     n_rules = V.alpha.shape[0]
     elog = np.empty(n_rules)
     expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog)
+    by_parent = np.argsort(G.rule_parent, kind="mergesort")
+    ptr = np.zeros(G.n_nt + 1, np.int64)
+    for r in range(n_rules):
+        ptr[G.rule_parent[r] + 1] += 1
     for A in range(G.n_nt):
-        rules = np.nonzero(G.rule_parent == A)[0]
+        ptr[A + 1] += ptr[A]
+    for A in range(G.n_nt):
+        rules = by_parent[ptr[A]:ptr[A + 1]]
         if rules.shape[0] < 2:
             continue
         for _ in range(iterations):

@@ -1,0 +1,254 @@
+"""E-step of the InfVocLDA adaptor grammar (ALGORITHMS.md 2.4 with the online algorithm of 4).
+
+The grammar is `DOC -> TOPIC_i`, `@TOPIC_i -> WORD`, `WORD -> CHARS`,
+`CHARS -> CHAR | CHAR CHARS`, `CHAR -> c`. Every word token is a sentence,
+and each word has exactly one derivation below `TOPIC_i`, so a chart is not
+needed: the weight of token w under topic i in G' is
+
+    P_i(w) = sum of exp(E log pi) over the entries of TOPIC_i spelling w
+             + exp(E log rho_i + E log theta(TOPIC_i -> WORD) + log base(w)),
+
+the same quantities the general kernels use. The topic proportions of a
+document are local variational parameters (as in online LDA): a few
+fixed-point iterations per document, with the grammatons fixed, give each
+token's topic distribution; S trees are then drawn per token and counted into
+f, g and h exactly like the general E-step (4.5), so the grammatons, updates,
+pruning and hyperparameter steps are shared with word segmentation.
+"""
+from collections import namedtuple
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .expectations import digamma
+from .grammatons import create_entry
+from .rng import uniform
+from .state import RULE, TERM, alloc_node, room_ok, trie_child, trie_insert
+from .variational import seeded_rng
+
+TopicRules = namedtuple(
+    "TopicRules",
+    [
+        "doc_topic",  # rule DOC -> TOPIC_i, per topic
+        "topic_word",  # rule TOPIC_i -> WORD, per topic
+        "topic_nt",  # nonterminal TOPIC_i, per topic
+        "topic_adaptor",  # adaptor index of TOPIC_i, per topic
+        "sent_doc",  # rule SENT -> DOC (array of one)
+        "word_chars",  # rule WORD -> CHARS, its nonterminals WORD, CHARS, CHAR (arrays of one)
+        "chars_more",
+        "chars_last",
+        "char_rule",  # rule CHAR -> t, per terminal
+        "nts",  # [WORD, CHARS, CHAR]
+    ],
+)
+
+
+@njit(cache=True)
+def base_log_weight(R, lrho, chars):
+    """log weight of spelling `chars` from the base: WORD -> CHARS, the CHARS chain, CHAR -> c."""
+    n = chars.shape[0]
+    lw = lrho[R.word_chars[0]] + (n - 1) * lrho[R.chars_more[0]] + lrho[R.chars_last[0]]
+    for p in range(n):
+        lw += lrho[R.char_rule[chars[p]]]
+    return lw
+
+
+@njit(cache=True)
+def word_topic_log_weights(G, S, V, R, chars, out):
+    """out[i] = log P_i(w) under G' for every topic i."""
+    K = R.topic_nt.shape[0]
+    base = base_log_weight(R, V.lrho, chars)
+    y = 0
+    for p in range(chars.shape[0]):
+        y = trie_child(S, y, chars[p], G.n_term)
+        if y < 0:
+            break
+    for i in range(K):
+        out[i] = V.lrho[R.topic_word[i]] + base
+    if y >= 0:
+        k = S.trie_head[y]
+        while k >= 0:
+            i = -1
+            ad = S.tab_adaptor[k]
+            for q in range(K):
+                if R.topic_adaptor[q] == ad:
+                    i = q
+            if i >= 0 and V.lw[k] > -np.inf:
+                m = max(out[i], V.lw[k])
+                out[i] = m + math.log(math.exp(out[i] - m) + math.exp(V.lw[k] - m))
+            k = S.tab_next[k]
+    return y
+
+
+@njit(cache=True)
+def document_topics(alpha, logp, iterations, gamma, phi):
+    """Local mean-field for one document: gamma = alpha + sum_t phi_t with
+    phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
+    sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
+    T, K = logp.shape
+    total_alpha = alpha.sum()
+    for i in range(K):
+        gamma[i] = alpha[i] + T / K
+    elog = np.empty(K)
+    for _ in range(iterations):
+        psi_sum = digamma(gamma.sum())
+        for i in range(K):
+            elog[i] = digamma(gamma[i]) - psi_sum
+        new = alpha.copy()
+        for t in range(T):
+            m = -np.inf
+            for i in range(K):
+                m = max(m, elog[i] + logp[t, i])
+            z = 0.0
+            for i in range(K):
+                phi[t, i] = math.exp(elog[i] + logp[t, i] - m)
+                z += phi[t, i]
+            for i in range(K):
+                phi[t, i] /= z
+                new[i] += phi[t, i]
+        change = 0.0
+        for i in range(K):
+            change = max(change, abs(new[i] - gamma[i]))
+            gamma[i] = new[i]
+        if change < 1e-3:
+            break
+    psi_sum = digamma(gamma.sum())
+    for i in range(K):
+        elog[i] = digamma(gamma[i]) - psi_sum
+    for t in range(T):  # final responsibilities from the final gamma
+        m = -np.inf
+        for i in range(K):
+            m = max(m, elog[i] + logp[t, i])
+        z = 0.0
+        for i in range(K):
+            phi[t, i] = math.exp(elog[i] + logp[t, i] - m)
+            z += phi[t, i]
+        for i in range(K):
+            phi[t, i] /= z
+    loglik = 0.0
+    norm = gamma.sum()
+    for t in range(T):
+        m = -np.inf
+        for i in range(K):
+            m = max(m, logp[t, i])
+        z = 0.0
+        for i in range(K):
+            z += gamma[i] / norm * math.exp(logp[t, i] - m)
+        loglik += m + math.log(z)
+    return loglik
+
+
+@njit(cache=True, parallel=True)
+def infer_documents(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
+    """Topic proportions (gammas), token responsibilities (phis, one row per token) and
+    log likelihoods of documents, with the grammatons fixed; documents run in parallel."""
+    K = R.topic_nt.shape[0]
+    for d in prange(doc_ptr.shape[0] - 1):
+        t0, t1 = doc_ptr[d], doc_ptr[d + 1]
+        logp = np.empty((t1 - t0, K))
+        for t in range(t0, t1):
+            word_topic_log_weights(G, S, V, R, chars[tok_ptr[t]:tok_ptr[t + 1]], logp[t - t0])
+        logliks[d] = document_topics(alpha, logp, iterations, gammas[d], phis[t0:t1])
+
+
+@njit(cache=True)
+def _label(S, R, topic, chars):
+    """The one derivation of a word under TOPIC_topic, as pool nodes."""
+    word_nt, chars_nt, char_nt = R.nts[0], R.nts[1], R.nts[2]
+    root = alloc_node(S, RULE, R.topic_nt[topic], R.topic_word[topic])
+    word = alloc_node(S, RULE, word_nt, R.word_chars[0])
+    S.node_child[root] = word
+    parent = word
+    prev_char = -1
+    n = chars.shape[0]
+    for p in range(n):
+        rule = R.chars_last[0] if p == n - 1 else R.chars_more[0]
+        node = alloc_node(S, RULE, chars_nt, rule)
+        if prev_char < 0:
+            S.node_child[parent] = node
+        else:
+            S.node_sib[prev_char] = node
+        ch = alloc_node(S, RULE, char_nt, R.char_rule[chars[p]])
+        S.node_child[node] = ch
+        S.node_child[ch] = alloc_node(S, TERM, chars[p], -1)
+        parent = node
+        prev_char = ch
+    return root
+
+
+@njit(cache=True)
+def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, pos,
+                     stack, result):
+    """Local E-step, S draws per token and f/g/h counts for documents docs[pos:] (4.4, 4.5).
+
+    result[0] accumulates the documents' log likelihood, result[1] the tokens.
+    Returns the next position (the pools may need growing first).
+    """
+    K = R.topic_nt.shape[0]
+    w = 1.0 / n_samples
+    gamma = np.empty(K)
+    weights = np.empty(K)
+    while pos < docs.shape[0]:
+        d = docs[pos]
+        t0, t1 = doc_ptr[d], doc_ptr[d + 1]
+        n_chars = tok_ptr[t1] - tok_ptr[t0]
+        draws = min(n_samples, K)  # new entries per token: at most one per topic drawn
+        if not room_ok(S, draws * (3 * n_chars + 2 * (t1 - t0)) + 8, draws * (t1 - t0) + 1, n_chars + 1):
+            return pos
+        logp = np.empty((t1 - t0, K))
+        ys = np.empty(t1 - t0, np.int64)
+        for t in range(t0, t1):
+            ys[t - t0] = word_topic_log_weights(G, S, V, R, chars[tok_ptr[t]:tok_ptr[t + 1]], logp[t - t0])
+        phi = np.empty((t1 - t0, K))
+        result[0] += document_topics(alpha, logp, iterations, gamma, phi)
+        result[1] += t1 - t0
+        rng = seeded_rng(seeds[pos])
+        for t in range(t0, t1):
+            word = chars[tok_ptr[t]:tok_ptr[t + 1]]
+            for _ in range(n_samples):
+                u = uniform(rng)
+                i = K - 1
+                for q in range(K):
+                    u -= phi[t - t0, q]
+                    if u <= 0.0:
+                        i = q
+                        break
+                V.g_batch[R.sent_doc[0]] += w
+                V.g_batch[R.doc_topic[i]] += w
+                # an entry of TOPIC_i spelling the word, or a draw from the base
+                u = uniform(rng)
+                chosen = -1
+                y = ys[t - t0]
+                if y >= 0:
+                    k = S.trie_head[y]
+                    while k >= 0:
+                        if S.tab_adaptor[k] == R.topic_adaptor[i] and V.lw[k] > -np.inf:
+                            u -= math.exp(V.lw[k] - logp[t - t0, i])
+                            if u <= 0.0:
+                                chosen = k
+                                break
+                        k = S.tab_next[k]
+                if chosen < 0:
+                    n = word.shape[0]
+                    V.g_batch[R.topic_word[i]] += w
+                    V.g_batch[R.word_chars[0]] += w
+                    V.g_batch[R.chars_more[0]] += w * (n - 1)
+                    V.g_batch[R.chars_last[0]] += w
+                    for p in range(n):
+                        V.g_batch[R.char_rule[word[p]]] += w
+                    if y < 0:
+                        y = 0
+                        for p in range(n):
+                            y = trie_insert(S, y, word[p], G.n_term)
+                        ys[t - t0] = y
+                    k = S.trie_head[y]  # the word's derivation is unique: same topic, same entry
+                    while k >= 0 and S.tab_adaptor[k] != R.topic_adaptor[i]:
+                        k = S.tab_next[k]
+                    if k < 0:
+                        k = create_entry(G, S, V, R.topic_adaptor[i], y, _label(S, R, i, word), stack)
+                    chosen = k
+                V.f_batch[chosen] += w
+        pos += 1
+    return pos

@@ -1,0 +1,5 @@
+"""The infinite-vocabulary topic model (InfVocLDA) as an adaptor grammar trained online (issue 5)."""
+from .grammar import topic_grammar, topic_grammar_text
+from .model import TopicModel, default_topic_settings
+
+__all__ = ["TopicModel", "default_topic_settings", "topic_grammar", "topic_grammar_text"]

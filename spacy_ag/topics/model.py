@@ -1,0 +1,368 @@
+"""`TopicModel`: the infinite-vocabulary topic model (InfVocLDA) as an adaptor grammar, trained online.
+
+Data path: documents (lists of word tokens) -> the generated topic grammar
+(`topic_grammar`) -> the shared grammaton state and variational statistics
+-> minibatches of documents through `absorb_documents` and the online
+updates of `OnlineLearner` -> topics whose vocabularies grow with the stream.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..core.compiled import CompiledGrammar
+from ..core.grammatons import entries_by_rank, fit_capacity
+from ..core.online import OnlineLearner, OnlineSettings, _mix
+from ..core.state import grow, yield_length, yield_terms
+from ..core.topics import TopicRules, absorb_documents, infer_documents
+from ..core.variational import stick_parameters
+from ..grammar import parse_grammar_text, write_pycfg
+from ..serialize import meta_header, read_npz, state_from_arrays
+from .grammar import topic_grammar
+
+PathLike = Union[str, os.PathLike]
+Report = Callable[[Dict], None]
+
+#: [ZBC14]'s de-news settings (4.16): B = 50, u = 100, K_Topic = 3k; every PY hyperparameter optimised.
+TOPIC_DEFAULTS = dict(batch_size=50, tau=64.0, kappa=0.8, refine_every=100, default_truncation=3000,
+                      rederive=False, update_alpha=False, update_a=True, update_b=True)
+
+
+def default_topic_settings(**overrides) -> OnlineSettings:
+    return OnlineSettings(**{**TOPIC_DEFAULTS, **overrides})
+
+
+class TopicLearner(OnlineLearner):
+    """The online learner with the topic grammar's E-step (`absorb_documents`)."""
+
+    def __init__(self, compiled: CompiledGrammar, settings: OnlineSettings, seed: int = 0, **kwargs):
+        super().__init__(compiled, settings, seed, **kwargs)
+        self.R = topic_rules(compiled)
+        self.alpha = self.V.alpha[self.R.doc_topic].copy()
+
+    def step_documents(self, chars, tok_ptr, doc_ptr, docs, corpus_size: Optional[int], iterations: int) -> Dict:
+        started = time.perf_counter()
+        eps, scale = self.begin_minibatch(len(docs), corpus_size)
+        seeds = np.array([_mix(self.seed, self.minibatches, i) for i in range(len(docs))], dtype=np.uint64)
+        result = np.zeros(2)
+        pos = 0
+        while pos < len(docs):
+            new_pos = absorb_documents(self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr, docs, seeds,
+                                       self.alpha, iterations, self.settings.samples, pos, self.stack, result)
+            if new_pos == pos:
+                d = docs[pos]
+                n_chars = int(tok_ptr[doc_ptr[d + 1]] - tok_ptr[doc_ptr[d]])
+                draws = min(self.settings.samples, len(self.R.topic_nt))
+                self.state = grow(self.state, draws * (3 * n_chars + 2 * int(doc_ptr[d + 1] - doc_ptr[d])) + 8,
+                                  draws * int(doc_ptr[d + 1] - doc_ptr[d]) + 1, n_chars + 1, self.G.n_term)
+                self.V = fit_capacity(self.V, self.state.tab_count.shape[0])
+            pos = new_pos
+        self.inside_calls += int(result[1])
+        line = self.end_minibatch(eps, scale, started, float(result[0]))
+        line["documents_seen"] = self.seen
+        return line
+
+
+def topic_rules(compiled: CompiledGrammar) -> TopicRules:
+    """Rule and symbol ids of the generated grammar, for the topic kernels."""
+    g, nt = compiled.grammar, compiled.nt_index
+    index = {(r.parent, r.children): i for i, r in enumerate(g.rules)}
+    K = sum(1 for s in compiled.nonterminals if s.startswith("TOPIC_"))
+    topics = [f"TOPIC_{i}" for i in range(K)]
+    char_rule = np.full(len(compiled.terminals), -1, np.int64)
+    for t, term in enumerate(compiled.terminals):
+        char_rule[t] = index.get(("CHAR", (term,)), -1)
+    return TopicRules(
+        doc_topic=np.array([index[("DOC", (s,))] for s in topics], np.int64),
+        topic_word=np.array([index[(s, ("WORD",))] for s in topics], np.int64),
+        topic_nt=np.array([nt[s] for s in topics], np.int64),
+        topic_adaptor=np.array([compiled.adapted.index(s) for s in topics], np.int64),
+        sent_doc=np.array([index[("SENT", ("DOC",))]], np.int64),
+        word_chars=np.array([index[("WORD", ("CHARS",))]], np.int64),
+        chars_more=np.array([index[("CHARS", ("CHAR", "CHARS"))]], np.int64),
+        chars_last=np.array([index[("CHARS", ("CHAR",))]], np.int64),
+        char_rule=char_rule,
+        nts=np.array([nt["WORD"], nt["CHARS"], nt["CHAR"]], np.int64),
+    )
+
+
+class TopicModel:
+    """Topics over an unbounded vocabulary, learned online from a stream of documents.
+
+    >>> tm = TopicModel(n_topics=5)
+    >>> tm.fit(docs, passes=1)             # docs: lists of word tokens
+    >>> tm.top_words(0, 10)                # [(word, probability), ...]
+    >>> tm.infer([["new", "tokens"]])      # topic proportions of new documents
+    """
+
+    def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: float = 10.0,
+                 online: Optional[OnlineSettings] = None, local_iterations: int = 20,
+                 word_adapted: bool = False, history_size: int = 20):
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.a, self.b = a, b
+        self.online = online or default_topic_settings()
+        self.local_iterations = local_iterations
+        self.word_adapted = word_adapted
+        self.history_size = history_size
+        self.compiled: Optional[CompiledGrammar] = None
+        self.learner: Optional[TopicLearner] = None
+        self.trace: List[Dict] = []
+        #: top words of every topic after each refinement: the ranking over the stream (Figure 4)
+        self.history: List[Dict] = []
+        self.dropped_tokens = 0
+
+    # ------------------------------------------------------------------ grammar
+    def prepare(self, alphabet: Iterable[str]) -> None:
+        """Generate and compile the grammar for these characters (once)."""
+        if self.compiled is not None:
+            return
+        truncation = self.online.truncation.get("TOPIC", self.online.default_truncation)
+        grammar = topic_grammar(self.n_topics, alphabet, alpha=self.alpha, a=self.a, b=self.b,
+                                truncation=truncation, word_adapted=self.word_adapted)
+        self._set_compiled(CompiledGrammar(grammar))
+
+    def _set_compiled(self, compiled: CompiledGrammar, **learner_state) -> None:
+        self.compiled = compiled
+        self.learner = TopicLearner(compiled, self.online, learner_state.pop("seed", 0), **learner_state)
+
+    def grammar_text(self) -> str:
+        self._require()
+        return write_pycfg(self.compiled.grammar, include_options=True)
+
+    def _require(self):
+        if self.compiled is None:
+            raise RuntimeError("the topic model is not trained: call fit() or partial_fit() first, or load()")
+
+    # ------------------------------------------------------------------ packing
+    def _pack(self, docs: Sequence[Sequence[str]]):
+        """Flat character ids; tokens with a character the grammar does not know are dropped."""
+        index = self.compiled.term_index
+        tok_lengths, doc_lengths, ids = [], [], []
+        for doc in docs:
+            n = 0
+            for token in doc:
+                codes = [index.get(c, -1) for c in token]
+                if not codes or min(codes) < 0:
+                    self.dropped_tokens += bool(codes)
+                    continue
+                ids.extend(codes)
+                tok_lengths.append(len(codes))
+                n += 1
+            doc_lengths.append(n)
+        tok_ptr = np.zeros(len(tok_lengths) + 1, np.int64)
+        np.cumsum(tok_lengths, out=tok_ptr[1:])
+        doc_ptr = np.zeros(len(doc_lengths) + 1, np.int64)
+        np.cumsum(doc_lengths, out=doc_ptr[1:])
+        return np.array(ids, np.int32), tok_ptr, doc_ptr
+
+    # ------------------------------------------------------------------ training
+    def fit(self, docs: Sequence[Sequence[str]], *, passes: int = 1, seed: int = 0,
+            callback: Optional[Report] = None) -> "TopicModel":
+        """`passes` online passes over an in-memory corpus, reshuffled every pass."""
+        docs = [list(d) for d in docs]
+        self.prepare({c for d in docs for token in d for c in token})
+        for p in range(passes):
+            order = np.random.default_rng(_mix(seed, p) % (2 ** 63)).permutation(len(docs))
+            self.partial_fit((docs[i] for i in order), seed=seed + p, corpus_size=len(docs), callback=callback)
+        return self
+
+    def partial_fit(self, docs: Iterable[Sequence[str]], *, seed: int = 0, corpus_size: Optional[int] = None,
+                    callback: Optional[Report] = None) -> "TopicModel":
+        """One online pass over documents read lazily, one minibatch at a time.
+
+        New words of the stream enter the topics as they are drawn. D
+        (`corpus_size`) defaults to the `corpus_size` setting, else the
+        documents seen so far. The first minibatch fixes the alphabet of an
+        untrained model (call `prepare` to give it up front).
+        """
+        B = self.online.batch_size
+        batch: List[Sequence[str]] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) == B:
+                self._step(batch, seed, corpus_size, callback)
+                batch = []
+        if batch:
+            self._step(batch, seed, corpus_size, callback)
+        return self
+
+    def update_documents(self, docs: Sequence[Sequence[str]], *, seed: int = 0,
+                         corpus_size: Optional[int] = None) -> float:
+        """One online minibatch made of `docs` (what a spaCy `update` does); returns the documents'
+        log likelihood under G' before the step."""
+        return self._step([list(d) for d in docs], seed, corpus_size, None)["batch_loglik"]
+
+    def _step(self, batch, seed, corpus_size, callback) -> Dict:
+        if self.compiled is None:
+            self.prepare({c for d in batch for token in d for c in token})
+        self.learner.seed = seed
+        chars, tok_ptr, doc_ptr = self._pack(batch)
+        self.learner._workspace(int(np.diff(tok_ptr).max()) if len(tok_ptr) > 1 else 1)
+        docs = np.arange(len(batch), dtype=np.int64)
+        line = self.learner.step_documents(chars, tok_ptr, doc_ptr, docs, corpus_size, self.local_iterations)
+        if "pruned" in line:
+            line.update(self.learner.summary())
+            self.history.append({"minibatch": line["minibatch"], "documents_seen": line["documents_seen"],
+                                 "topics": [self.top_words(i, self.history_size) for i in range(self.n_topics)]})
+            self.trace.append(line)
+            if callback is not None:
+                callback(line)
+        return line
+
+    # ------------------------------------------------------------------ topics
+    def top_words(self, topic: int, n: int = 10) -> List[Tuple[str, float]]:
+        """The topic's words by expected probability E_q[pi] (stick-breaking means, 1.3)."""
+        self._require()
+        S, V = self.learner.state, self.learner.V
+        ad = int(self.learner.R.topic_adaptor[topic])
+        entries = entries_by_rank(S, V, ad)
+        nu1, nu2 = np.empty(len(entries)), np.empty(len(entries))
+        stick_parameters(S, V, ad, entries, self.learner.correction(), nu1, nu2)
+        mean_v = nu1 / (nu1 + nu2)
+        rest = np.concatenate([[1.0], np.cumprod(1.0 - mean_v)[:-1]]) if len(entries) else np.empty(0)
+        prob = mean_v * rest
+        order = np.argsort(-prob, kind="stable")[:n]
+        out = []
+        for p in order:
+            k = int(entries[p])
+            terms = np.empty(yield_length(S, S.tab_yield[k]) + 1, np.int32)
+            length = yield_terms(S, S.tab_yield[k], terms)
+            out.append(("".join(self.compiled.terminals[t] for t in terms[:length]), float(prob[p])))
+        return out
+
+    def topics(self, n: int = 10) -> List[List[str]]:
+        return [[w for w, _ in self.top_words(i, n)] for i in range(self.n_topics)]
+
+    def vocabulary_size(self) -> Dict[int, int]:
+        return {i: int(v) for i, v in enumerate(self.learner.grammaton_sizes().values())}
+
+    # ------------------------------------------------------------------ new documents
+    def infer(self, docs: Sequence[Sequence[str]], *, return_tokens: bool = False):
+        """Topic proportions E_q[theta] of documents (rows sum to 1), with the topics fixed.
+
+        With `return_tokens`, also each document's per-token topic
+        distributions (None for a token with an unknown character).
+        """
+        self._require()
+        docs = [list(d) for d in docs]
+        chars, tok_ptr, doc_ptr = self._pack(docs)
+        K = self.n_topics
+        gammas = np.zeros((len(docs), K))
+        phis = np.zeros((len(tok_ptr) - 1, K))
+        logliks = np.zeros(len(docs))
+        L = self.learner
+        infer_documents(L.G, L.state, L.V, L.R, chars, tok_ptr, doc_ptr, L.alpha, self.local_iterations, gammas,
+                        phis, logliks)
+        theta = gammas / gammas.sum(axis=1, keepdims=True)
+        if not return_tokens:
+            return theta
+        index = self.compiled.term_index
+        per_doc, t = [], 0
+        for doc in docs:
+            rows = []
+            for token in doc:
+                if token and all(c in index for c in token):
+                    rows.append(phis[t])
+                    t += 1
+                else:
+                    rows.append(None)
+            per_doc.append(rows)
+        return theta, per_doc
+
+    def heldout_loglik(self, docs: Sequence[Sequence[str]]) -> Dict[str, float]:
+        """log likelihood of held-out documents, sum over tokens of log sum_i E[theta_i] P_i(w),
+        with each document's proportions fitted with the topics fixed (tokens with unknown
+        characters are skipped and counted)."""
+        self._require()
+        docs = [list(d) for d in docs]
+        before = self.dropped_tokens
+        chars, tok_ptr, doc_ptr = self._pack(docs)
+        L = self.learner
+        gammas = np.zeros((len(docs), self.n_topics))
+        phis = np.zeros((len(tok_ptr) - 1, self.n_topics))
+        logliks = np.zeros(len(docs))
+        infer_documents(L.G, L.state, L.V, L.R, chars, tok_ptr, doc_ptr, L.alpha, self.local_iterations, gammas,
+                        phis, logliks)
+        tokens = len(tok_ptr) - 1
+        return {"loglik": float(logliks.sum()), "tokens": tokens,
+                "per_word": float(logliks.sum() / tokens) if tokens else 0.0,
+                "skipped_tokens": self.dropped_tokens - before}
+
+    # ------------------------------------------------------------------ saving
+    def _meta(self) -> Dict:
+        return meta_header("topic_model", n_topics=self.n_topics, alpha=self.alpha, a=self.a, b=self.b,
+                           online=self.online.to_dict(), local_iterations=self.local_iterations,
+                           word_adapted=self.word_adapted, history_size=self.history_size,
+                           history=self.history, progress=self.learner.progress(), trace_tail=self.trace[-1:])
+
+    def _members(self) -> Dict[str, bytes]:
+        from ..online_training import learner_arrays
+        from ..serialize import npz_bytes
+
+        self._require()
+        return {"grammar.lt": self.grammar_text().encode("utf8"),
+                "state.npz": npz_bytes(learner_arrays(self.learner), self._meta())}
+
+    def save(self, path: PathLike) -> None:
+        """A directory: the generated grammar (py-cfg text) and the state (npz with a JSON header)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        for name, data in self._members().items():
+            tmp = path / (name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path / name)
+
+    def to_bytes(self) -> bytes:
+        from ..serialize import zip_bytes
+
+        return zip_bytes(self._members())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "<topic model bytes>") -> "TopicModel":
+        import io
+        import zipfile
+
+        from ..serialize import ModelFileError, read_npz_bytes
+
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                members = {name: zf.read(name) for name in zf.namelist()}
+            grammar = members["grammar.lt"].decode("utf8")
+            state = members["state.npz"]
+        except (zipfile.BadZipFile, KeyError, OSError) as err:
+            raise ModelFileError(f"{source}: damaged or not a spacy-ag topic model ({err})") from None
+        arrays, meta = read_npz_bytes(state, f"{source}/state.npz", "topic_model")
+        return cls._from_parts(grammar, arrays, meta, source)
+
+    @classmethod
+    def load(cls, path: PathLike) -> "TopicModel":
+        from ..serialize import ModelFileError
+
+        path = Path(path)
+        arrays, meta = read_npz(path / "state.npz", "topic_model")
+        grammar_file = path / "grammar.lt"
+        if not grammar_file.exists():
+            raise ModelFileError(f"{grammar_file}: file not found; the topic model directory is incomplete")
+        return cls._from_parts(grammar_file.read_text(encoding="utf8"), arrays, meta, str(path))
+
+    @classmethod
+    def _from_parts(cls, grammar_text: str, arrays, meta: Dict, source: str) -> "TopicModel":
+        from ..online_training import variational_from_arrays
+
+        model = cls(meta["n_topics"], alpha=meta["alpha"], a=meta["a"], b=meta["b"],
+                    online=OnlineSettings(**meta["online"]), local_iterations=meta["local_iterations"],
+                    word_adapted=meta["word_adapted"], history_size=meta["history_size"])
+        grammar = parse_grammar_text(grammar_text, fmt="pycfg", source=f"{source}/grammar.lt", start="SENT")
+        state = state_from_arrays(arrays, f"{source}/state.npz")
+        model._set_compiled(CompiledGrammar(grammar), state=state,
+                            variational=variational_from_arrays(arrays, f"{source}/state.npz"),
+                            progress=meta["progress"])
+        model.history = meta.get("history", [])
+        model.trace = meta.get("trace_tail", [])
+        return model
