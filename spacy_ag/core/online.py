@@ -23,13 +23,14 @@ from .rng import make_rng, shuffle
 from .sampler import need_nodes
 from .state import State, TAB_HWM, grow, new_state
 from .variational import (
-    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, longest_entry, merge_duplicates, prune,
-    rank_by_counts,
-    refresh_weights, rederive, sentence_statistics_from_analyses,
+    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, estep_serial, grammaton_sizes, longest_entry,
+    merge_duplicates, prune, rank_by_counts, refresh_weights, rederive, sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
 
 _MASK = (1 << 64) - 1
+#: Terminals in a minibatch below which the E-step stays in one thread (thread hand-offs cost more).
+PARALLEL_MIN_TERMINALS = 2000
 
 
 @dataclass
@@ -168,8 +169,12 @@ class OnlineLearner:
         s = self.settings
         lengths = (sent_ptr[batch + 1] - sent_ptr[batch]).astype(np.int64)
         seeds = np.array([_mix(self.seed, stream, i) for i in range(len(batch))], dtype=np.uint64)
-        workers = s.workers or numba.config.NUMBA_NUM_THREADS
-        numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
+        workers = max(1, min(s.workers or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
+        # threads pay off only when each gets a share worth a thread hand-off
+        parallel = workers > 1 and int(lengths.sum()) >= PARALLEL_MIN_TERMINALS
+        if parallel:
+            numba.set_num_threads(workers)
+        kernel = estep if parallel else estep_serial
         while True:
             rec_ptr = np.zeros(len(batch) + 1, np.int64)
             np.cumsum(s.samples * (self.record_factor * lengths + 16), out=rec_ptr[1:])
@@ -177,8 +182,8 @@ class OnlineLearner:
             samp_len = np.zeros((len(batch), s.samples), np.int64)
             scores = np.zeros((len(batch), s.samples))
             status = np.zeros(len(batch), np.int64)
-            estep(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
-                  scores, status)
+            kernel(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
+                   scores, status)
             if not (status == OVERFLOW).any():
                 return rec, rec_ptr, samp_len, scores, status
             self.record_factor *= 2

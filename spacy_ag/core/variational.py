@@ -39,42 +39,55 @@ def seeded_rng(seed):
     return out
 
 
+@njit(cache=True)
+def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b):
+    """Parse sentence batch[b] under G' and draw samp_len.shape[1] trees (see `estep`)."""
+    n_samples = samp_len.shape[1]
+    d = batch[b]
+    w = words[sent_ptr[d]:sent_ptr[d + 1]]
+    n = w.shape[0]
+    m = n + 1
+    chart = np.empty((m, m, G.n_sym))
+    scale = np.empty((m, m))
+    ynode = np.empty((m, m), np.int32)
+    logz = inside_weighted(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, 1.0, V.lw)
+    if logz == NEG_INF:
+        status[b] = UNPARSEABLE
+        return
+    status[b] = OK
+    rng = seeded_rng(seeds[b])
+    r0, r_end = rec_ptr[b], rec_ptr[b + 1]
+    tasks = np.empty((r_end - r0 + 8, 3), np.int64)
+    buf = np.empty((m + 2, 3), np.int64)
+    for s in range(n_samples):
+        count, lr = sample_records(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, V.lw, rng,
+                                   tasks, buf, rec, r0, r_end)
+        if count < 0:
+            status[b] = OVERFLOW
+            return
+        samp_len[b, s] = count
+        scores[b, s] = lr
+        r0 += count
+
+
 @njit(cache=True, parallel=True)
 def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
-    """Parse every sentence of the batch under G' and draw samp_len.shape[1] trees each.
+    """Parse every sentence of the batch under G' and draw samp_len.shape[1] trees each, in parallel.
 
     Sentence b's trees go to rec[rec_ptr[b]:rec_ptr[b+1]] (lengths in
     samp_len[b], log weights in scores[b]); status[b] says OK, UNPARSEABLE or
     OVERFLOW (records did not fit: the caller enlarges and repeats). Each
     sentence has its own random stream, so results do not depend on threads.
     """
-    n_samples = samp_len.shape[1]
     for b in prange(batch.shape[0]):
-        d = batch[b]
-        w = words[sent_ptr[d]:sent_ptr[d + 1]]
-        n = w.shape[0]
-        m = n + 1
-        chart = np.empty((m, m, G.n_sym))
-        scale = np.empty((m, m))
-        ynode = np.empty((m, m), np.int32)
-        logz = inside_weighted(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, 1.0, V.lw)
-        if logz == NEG_INF:
-            status[b] = UNPARSEABLE
-            continue
-        status[b] = OK
-        rng = seeded_rng(seeds[b])
-        r0, r_end = rec_ptr[b], rec_ptr[b + 1]
-        tasks = np.empty((r_end - r0 + 8, 3), np.int64)
-        buf = np.empty((m + 2, 3), np.int64)
-        for s in range(n_samples):
-            count, lr = sample_records(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, V.lw, rng,
-                                       tasks, buf, rec, r0, r_end)
-            if count < 0:
-                status[b] = OVERFLOW
-                break
-            samp_len[b, s] = count
-            scores[b, s] = lr
-            r0 += count
+        estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b)
+
+
+@njit(cache=True)
+def estep_serial(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
+    """`estep` in this thread: for one worker, and for minibatches too small to share."""
+    for b in range(batch.shape[0]):
+        estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b)
 
 
 @njit(cache=True)
