@@ -7,7 +7,8 @@ Output (every value survives ``DocBin(store_user_data=True)``):
 
 * ``doc.cats["TOPIC_<i>"]`` (prefix configurable): the document's topic
   proportions E_q[theta], summing to 1;
-* ``doc._.ag_topics``: the same proportions as a list of floats, in topic order;
+* ``doc._.ag_topics``: the same proportions as a sequence of floats, in topic order
+  (a list; a tuple after a DocBin round trip);
 * ``token._.ag_topic``: the token's most probable topic, or None for tokens
   that are not modelled (spaces, punctuation, stop words when
   ``skip_stop``, characters never seen in training).

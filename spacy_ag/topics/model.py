@@ -45,6 +45,13 @@ class TopicLearner(OnlineLearner):
         self.R = topic_rules(compiled)
         self.alpha = self.V.alpha[self.R.doc_topic].copy()
 
+    def refine(self, eps: float) -> Dict:
+        """As `OnlineLearner.refine`, but the document prior alpha stays LDA's: a Newton step would
+        treat `DOC -> TOPIC_i` as one corpus-level rule and inflate it to corpus counts."""
+        result = super().refine(eps)
+        self.V.alpha[self.R.doc_topic] = self.alpha
+        return result
+
     def step_documents(self, chars, tok_ptr, doc_ptr, docs, corpus_size: Optional[int], iterations: int) -> Dict:
         started = time.perf_counter()
         eps, scale = self.begin_minibatch(len(docs), corpus_size)
