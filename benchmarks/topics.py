@@ -474,6 +474,7 @@ def plot(results: Dict, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, label in ((axes[0], "pmi", "PMI"), (axes[1], "npmi", "NPMI")):
         for name in SYSTEMS:
@@ -481,6 +482,7 @@ def plot(results: Dict, path: str) -> None:
             if curve:
                 ax.plot([c["pass"] for c in curve], [c[key] for c in curve], marker="o", label=name)
         ax.set_xlabel("pass")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"coherence ({label}, top {results['settings']['coherence']['top_words']})")
         ax.grid(alpha=0.3)
         ax.legend()
