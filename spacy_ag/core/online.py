@@ -23,13 +23,13 @@ from .rng import make_rng, shuffle
 from .sampler import need_nodes
 from .state import State, TAB_HWM, grow, new_state
 from .variational import (
-    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, estep_serial, grammaton_sizes, longest_entry,
+    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, longest_entry,
     merge_duplicates, prune, rank_by_counts, refresh_weights, rederive, sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
 
 _MASK = (1 << 64) - 1
-#: Terminals in a minibatch below which the E-step stays in one thread (thread hand-offs cost more).
+#: Terminals in a minibatch below which the E-step runs on one thread (hand-offs would cost more).
 PARALLEL_MIN_TERMINALS = 2000
 
 
@@ -154,10 +154,9 @@ class OnlineLearner:
         self.tree_rec = np.empty((per_tree, 6), np.int32)
         self.terms = np.empty(self._work_len + 1, np.int32)
 
-    def _grow(self, n: int):
-        self.state = grow(self.state, need_nodes(n, self.compiled.max_unary_chain) * 4,
-                          need_nodes(n, self.compiled.max_unary_chain) * 2, n * (n + 1) // 2 + 1,
-                          self.G.n_term)
+    def _grow(self, nodes: int, tables: int, trie: int):
+        """Room for what the kernel that stopped asked for (exactly its own room check)."""
+        self.state = grow(self.state, nodes, tables, trie, self.G.n_term)
         self.V = fit_capacity(self.V, self.state.tab_count.shape[0])
 
     # ------------------------------------------------------------------ E-step
@@ -172,9 +171,7 @@ class OnlineLearner:
         workers = max(1, min(s.workers or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
         # threads pay off only when each gets a share worth a thread hand-off
         parallel = workers > 1 and int(lengths.sum()) >= PARALLEL_MIN_TERMINALS
-        if parallel:
-            numba.set_num_threads(workers)
-        kernel = estep if parallel else estep_serial
+        numba.set_num_threads(workers if parallel else 1)
         while True:
             rec_ptr = np.zeros(len(batch) + 1, np.int64)
             np.cumsum(s.samples * (self.record_factor * lengths + 16), out=rec_ptr[1:])
@@ -182,8 +179,8 @@ class OnlineLearner:
             samp_len = np.zeros((len(batch), s.samples), np.int64)
             scores = np.zeros((len(batch), s.samples))
             status = np.zeros(len(batch), np.int64)
-            kernel(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
-                   scores, status)
+            estep(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
+                  scores, status)
             if not (status == OVERFLOW).any():
                 return rec, rec_ptr, samp_len, scores, status
             self.record_factor *= 2
@@ -228,9 +225,10 @@ class OnlineLearner:
         while pos < len(batch):
             new_pos = absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status,
                              1.0 / s.samples, pos, self.stack, self.built)
-            if new_pos == pos:
-                self._grow(max_len)
-                self._workspace(self.max_len)
+            if new_pos == pos:  # absorb's room check for sentence batch[pos]
+                n = int(sent_ptr[batch[pos] + 1] - sent_ptr[batch[pos]])
+                need = int(rec_ptr[pos + 1] - rec_ptr[pos])
+                self._grow(need, need, n * (n + 1) // 2 + 1)
             pos = new_pos
         ok = status == OK
         return float(scores[ok].max(axis=1).sum())
@@ -261,8 +259,10 @@ class OnlineLearner:
                 while pos < len(entries):
                     new_pos = rederive(G, self.state, self.V, entries, pos, rng, self.tree_rec, self.terms,
                                        self.stack, self.built, stats)
-                    if new_pos == pos:
-                        self._grow(self.max_len)
+                    if new_pos == pos:  # rederive's room check
+                        need = self.tree_rec.shape[0]
+                        n = self.terms.shape[0]
+                        self._grow(need, need, n * (n + 1) // 2 + 1)
                     pos = new_pos
             self.inside_calls += int(stats[2])
             refresh_weights(G, self.state, self.V, corr)

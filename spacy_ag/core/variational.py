@@ -84,13 +84,6 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
 
 
 @njit(cache=True)
-def estep_serial(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
-    """`estep` in this thread: for one worker, and for minibatches too small to share."""
-    for b in range(batch.shape[0]):
-        estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b)
-
-
-@njit(cache=True)
 def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
     """Turn the records of one tree into pool nodes; return its root.
 

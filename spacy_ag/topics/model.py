@@ -16,9 +16,9 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 import numpy as np
 
 from ..core.compiled import CompiledGrammar
-from ..core.grammatons import entries_by_rank, fit_capacity
+from ..core.grammatons import entries_by_rank
 from ..core.online import OnlineLearner, OnlineSettings, _mix
-from ..core.state import grow, yield_length, yield_terms
+from ..core.state import yield_length, yield_terms
 from ..core.topics import TopicRules, absorb_documents, infer_documents
 from ..core.variational import stick_parameters
 from ..grammar import parse_grammar_text, write_pycfg
@@ -65,9 +65,8 @@ class TopicLearner(OnlineLearner):
                 d = docs[pos]
                 n_chars = int(tok_ptr[doc_ptr[d + 1]] - tok_ptr[doc_ptr[d]])
                 draws = min(self.settings.samples, len(self.R.topic_nt))
-                self.state = grow(self.state, draws * (3 * n_chars + 2 * int(doc_ptr[d + 1] - doc_ptr[d])) + 8,
-                                  draws * int(doc_ptr[d + 1] - doc_ptr[d]) + 1, n_chars + 1, self.G.n_term)
-                self.V = fit_capacity(self.V, self.state.tab_count.shape[0])
+                self._grow(draws * (3 * n_chars + 2 * int(doc_ptr[d + 1] - doc_ptr[d])) + 8,
+                           draws * int(doc_ptr[d + 1] - doc_ptr[d]) + 1, n_chars + 1)
             pos = new_pos
         self.inside_calls += int(result[1])
         line = self.end_minibatch(eps, scale, started, float(result[0]))
