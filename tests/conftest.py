@@ -14,12 +14,10 @@ import itertools
 import math
 import sys
 from collections import Counter, defaultdict
-from functools import lru_cache
 
 import numpy as np
 import pytest
 
-from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.rng import make_rng
 from spacy_ag.core.state import CLOSED, OPEN, RULE, TABLE, TERM, alloc_node, new_state, trie_insert
 from spacy_ag.grammar.rules import Adaptor, Grammar, Rule

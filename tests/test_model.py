@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-from spacy_ag.core.chain import SamplerSettings
 from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.serialize import ModelFileError, state_arrays

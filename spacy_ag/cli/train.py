@@ -88,7 +88,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     and, when gold words are known, OUTPUT/scores.json.
     """
     from ..corpus import read_corpus
-    from ..evaluation import format_scores, read_segmented, segmentation_scores
+    from ..evaluation import read_segmented
 
     config_path = Path(config_path)
     cfg = load_training_config(config_path, overrides or {})

@@ -20,8 +20,6 @@ negative log likelihood of the batch.
 """
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 

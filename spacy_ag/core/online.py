@@ -21,7 +21,7 @@ from .compiled import CompiledGrammar
 from .grammatons import Variational, entries_by_rank, fit_capacity, new_variational
 from .rng import make_rng, shuffle
 from .sampler import need_nodes
-from .state import State, TAB_HWM, grow, new_state
+from .state import State, grow, new_state
 from .variational import (
     OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, longest_entry,
     merge_duplicates, prune, rank_by_counts, refresh_weights, rederive, sentence_statistics_from_analyses,

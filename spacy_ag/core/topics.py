@@ -88,7 +88,6 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
     sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
     T, K = logp.shape
-    total_alpha = alpha.sum()
     for i in range(K):
         gamma[i] = alpha[i] + T / K
     elog = np.empty(K)
@@ -189,7 +188,6 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
     K = R.topic_nt.shape[0]
     w = 1.0 / n_samples
     gamma = np.empty(K)
-    weights = np.empty(K)
     while pos < docs.shape[0]:
         d = docs[pos]
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]

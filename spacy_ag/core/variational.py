@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .chart import REC_CACHED, REC_NEW, REC_RULE, REC_TERM, REC_WIDTH, inside_weighted, sample_records
+from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, sample_records
 from .expectations import expected_log_theta, stick_expectations
 from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, entries_by_rank, find_entry, free_derivation, merge_entries,

@@ -5,7 +5,6 @@ nonterminal, the concentration b of every adaptor and, on request, the
 discount a. Each maximises the part of the ELBO that involves it with q
 fixed; steps are halved until the parameters stay in their domain.
 """
-import math
 
 import numpy as np
 from numba import njit

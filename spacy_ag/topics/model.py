@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
