@@ -83,40 +83,15 @@ def word_topic_log_weights(G, S, V, R, chars, out):
 
 
 @njit(cache=True)
-def document_topics(alpha, logp, iterations, gamma, phi):
-    """Local mean-field for one document: gamma = alpha + sum_t phi_t with
-    phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
-    sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
+def _responsibilities(gamma, logp, phi):
+    """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); returns sum_t phi_t."""
     T, K = logp.shape
-    for i in range(K):
-        gamma[i] = alpha[i] + T / K
     elog = np.empty(K)
-    for _ in range(iterations):
-        psi_sum = digamma(gamma.sum())
-        for i in range(K):
-            elog[i] = digamma(gamma[i]) - psi_sum
-        new = alpha.copy()
-        for t in range(T):
-            m = -np.inf
-            for i in range(K):
-                m = max(m, elog[i] + logp[t, i])
-            z = 0.0
-            for i in range(K):
-                phi[t, i] = math.exp(elog[i] + logp[t, i] - m)
-                z += phi[t, i]
-            for i in range(K):
-                phi[t, i] /= z
-                new[i] += phi[t, i]
-        change = 0.0
-        for i in range(K):
-            change = max(change, abs(new[i] - gamma[i]))
-            gamma[i] = new[i]
-        if change < 1e-3:
-            break
     psi_sum = digamma(gamma.sum())
     for i in range(K):
         elog[i] = digamma(gamma[i]) - psi_sum
-    for t in range(T):  # final responsibilities from the final gamma
+    total = np.zeros(K)
+    for t in range(T):
         m = -np.inf
         for i in range(K):
             m = max(m, elog[i] + logp[t, i])
@@ -126,6 +101,25 @@ def document_topics(alpha, logp, iterations, gamma, phi):
             z += phi[t, i]
         for i in range(K):
             phi[t, i] /= z
+            total[i] += phi[t, i]
+    return total
+
+
+@njit(cache=True)
+def document_topics(alpha, logp, iterations, gamma, phi):
+    """Local mean-field for one document: gamma = alpha + sum_t phi_t with
+    phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
+    sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
+    T, K = logp.shape
+    for i in range(K):
+        gamma[i] = alpha[i] + T / K
+    for _ in range(iterations):
+        new = alpha + _responsibilities(gamma, logp, phi)
+        change = np.abs(new - gamma).max()
+        gamma[:] = new
+        if change < 1e-3:
+            break
+    _responsibilities(gamma, logp, phi)  # final responsibilities from the final gamma
     loglik = 0.0
     norm = gamma.sum()
     for t in range(T):
