@@ -166,8 +166,9 @@ def setup_spacy_ag(args, data) -> Dict:
     del warm
     t0 = time.perf_counter()
     tm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings)
-    tm.prepare(sorted({c for d in data["docs"] for t in d for c in t}))
     train = data["train"]
+    # the alphabet, and the expected number of tokens for b = "auto"
+    tm.prepare(sorted({c for d in data["docs"] for t in d for c in t}), sum(len(d) for d in train))
 
     def train_pass(p: int) -> None:
         order = pass_order(len(train), args.seed, p)
@@ -197,12 +198,8 @@ def setup_spacy_ag(args, data) -> Dict:
 
 def online_settings(args):
     from spacy_ag.core.online import OnlineSettings
-    try:
-        from spacy_ag.topics import default_topic_settings
-        base = default_topic_settings().to_dict()
-    except ImportError:
-        base = dict(batch_size=50, tau=128.0, kappa=0.8, refine_every=100, default_truncation=3000,
-                    update_a=True, update_b=True)
+    from spacy_ag.topics import default_topic_settings
+    base = default_topic_settings().to_dict()
     for key in ("batch_size", "tau", "kappa", "refine_every", "default_truncation"):
         value = getattr(args, key)
         if value is not None:
@@ -372,7 +369,8 @@ def run_stream(args) -> Dict:
     first_stripped = [d for d in first_stripped if d]
     settings = online_settings(args)
     tm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings)
-    tm.prepare(sorted({c for d in data["docs"] for t in d for c in t}))
+    tm.prepare(sorted({c for d in data["docs"] for t in d for c in t}),
+               sum(len(d) for d in first_stripped) + sum(len(d) for d in second))
     size = len(first_stripped) + len(second)
     t0 = time.perf_counter()
     tm.partial_fit(first_stripped, seed=args.seed, corpus_size=size)

@@ -552,6 +552,17 @@ def is_topic_config(path: PathLike) -> bool:
     return "topics" in _read_raw(Path(path))
 
 
+def _auto_or(inner: Check, what: str) -> Check:
+    def check(value):
+        if value == "auto":
+            return value
+        try:
+            return inner(value)
+        except _Bad:
+            raise _Bad(what) from None
+    return check
+
+
 #: Topic-model configs: documents (one per line, tokens separated by spaces), the model, the online settings.
 TOPIC_SCHEMA: Dict[str, Dict[str, Tuple[Check, Any]]] = {
     "paths": {"train": (_PATH, None), "output": (_PATH, None)},
@@ -561,7 +572,7 @@ TOPIC_SCHEMA: Dict[str, Dict[str, Tuple[Check, Any]]] = {
         "n_topics": (_int(1), 5),
         "alpha": (_float(0.0, low_open=True, text="a number > 0"), 0.1),
         "a": (_float(0.0, 1.0, high_open=True, text="a number in [0, 1)"), 0.0),
-        "b": (_float(0.0, low_open=True, text="a number > 0"), 10.0),
+        "b": (_auto_or(_float(0.0, low_open=True), 'a number > 0 or "auto"'), "auto"),
         "passes": (_int(1), 1),
         "local_iterations": (_int(1), 20),
         "top_words": (_int(1), 10),

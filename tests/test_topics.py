@@ -452,8 +452,8 @@ seed = 0
 
 def test_default_settings_and_topic_config(tmp_path):
     s = default_topic_settings()
-    assert (s.batch_size, s.tau, s.kappa, s.refine_every, s.default_truncation) == (50, 64, 0.8, 100, 3000)
-    assert (s.rederive, s.update_alpha, s.update_a, s.update_b) == (False, False, True, True)
+    assert (s.batch_size, s.tau, s.kappa, s.refine_every, s.default_truncation) == (50, 64, 0.8, 20, 3000)
+    assert (s.rederive, s.update_alpha, s.update_a, s.update_b) == (False, False, False, False)
     assert default_topic_settings(batch_size=7, update_a=False).batch_size == 7
     assert TopicModel().online == s
     # a topic config takes the topic defaults for what [online] leaves out, and dotted overrides
@@ -465,9 +465,20 @@ def test_default_settings_and_topic_config(tmp_path):
     assert v["topics"]["n_topics"] == 2 and v["topics"]["passes"] == 2
     o = v["online"]
     assert (o.batch_size, o.refine_every, o.default_truncation) == (10, 5, 60)
-    assert (o.tau, o.kappa, o.update_alpha, o.update_a, o.update_b) == (64, 0.8, False, True, True)
+    assert (o.tau, o.kappa, o.update_alpha, o.update_a, o.update_b) == (64, 0.8, False, False, False)
+    assert v["topics"]["b"] == "auto"
     with pytest.raises(ValueError, match="n_topics"):
         load_topic_config(config, ["--topics.n_topics", "0"])
+    with pytest.raises(ValueError, match='topics.b must be a number > 0 or "auto"'):
+        load_topic_config(config, ["--topics.b", "-1"])
+
+
+def test_auto_concentration_is_half_the_tokens_per_topic():
+    docs = [["ab", "cd", "ab"], ["cd", "ef"]] * 10  # 50 tokens
+    model = TopicModel(5).fit(docs, passes=1)
+    assert model.b == pytest.approx(0.5 * 50 / 5)
+    assert all(ad.b == pytest.approx(5.0) for ad in model.compiled.grammar.adaptors.values())
+    assert TopicModel(5, b=3.0).fit(docs).b == 3.0
 
 
 @pytest.fixture(scope="module")

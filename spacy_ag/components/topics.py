@@ -47,18 +47,21 @@ install_topic_extensions()
 @Language.factory(
     "ag_topics",
     assigns=["doc.cats", "doc._.ag_topics", "token._.ag_topic"],
-    default_config={"n_topics": 5, "alpha": 0.1, "a": 0.0, "b": 10.0, "passes": 1, "seed": 0,
+    default_config={"n_topics": 5, "alpha": 0.1, "a": 0.0, "b": "auto", "passes": 1, "seed": 0,
                     "attr": "LOWER", "skip_stop": False, "prefix": "TOPIC_", "batch_size": 50,
                     "truncation": 3000, "local_iterations": 20},
 )
-def make_ag_topics(nlp: Language, name: str, n_topics: int, alpha: float, a: float, b: float, passes: int,
+def make_ag_topics(nlp: Language, name: str, n_topics: int, alpha: float, a: float, b: Union[float, str],
+                   passes: int,
                    seed: int, attr: str, skip_stop: bool, prefix: str, batch_size: int, truncation: int,
                    local_iterations: int) -> "AGTopics":
     """The topic tagger.
 
     n_topics (int): Number of topics.
     alpha (float): Dirichlet prior of the document proportions.
-    a, b (float): Starting Pitman-Yor discount and concentration of every topic (optimised online).
+    a (float): Pitman-Yor discount of every topic.
+    b (Union[float, str]): Pitman-Yor concentration of every topic; "auto": tokens / (2 n_topics)
+        of the training examples (see `TopicModel.prepare`).
     passes (int): Online passes over the examples in `initialize`.
     seed (int): Random seed.
     attr (str): Token attribute that is the word: LOWER, ORTH, NORM or LEMMA.

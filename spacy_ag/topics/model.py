@@ -27,9 +27,17 @@ from .grammar import topic_grammar
 PathLike = Union[str, os.PathLike]
 Report = Callable[[Dict], None]
 
-#: [ZBC14]'s de-news settings (4.16): B = 50, u = 100, K_Topic = 3k; every PY hyperparameter optimised.
-TOPIC_DEFAULTS = dict(batch_size=50, tau=64.0, kappa=0.8, refine_every=100, default_truncation=3000,
-                      rederive=False, update_alpha=False, update_a=True, update_b=True)
+#: [ZBC14]'s de-news settings (4.16: B = 50, K_Topic = 3k), except two measured choices
+#: (benchmarks/topics.py, de-news, K = 5 and 20): the topics' a and b stay fixed and b starts
+#: large (see `TopicModel`), since the Newton step on b settles near K'/|E log rho| (a few
+#: hundred) and the topics then freeze around their first, random words (PMI about .1 against
+#: 1.2-2.9); and pruning re-sorts the sticks every 20 minibatches instead of 100, so that a word
+#: that became frequent in a topic does not wait most of a pass behind the early entries.
+TOPIC_DEFAULTS = dict(batch_size=50, tau=64.0, kappa=0.8, refine_every=20, default_truncation=3000,
+                      rederive=False, update_alpha=False, update_a=False, update_b=False)
+
+#: b = "auto": this fraction of the expected number of tokens per topic (tokens / K).
+AUTO_B_PER_TOKEN = 0.5
 
 
 def default_topic_settings(**overrides) -> OnlineSettings:
@@ -105,7 +113,7 @@ class TopicModel:
     >>> tm.infer([["new", "tokens"]])      # topic proportions of new documents
     """
 
-    def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: float = 10.0,
+    def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: Union[float, str] = "auto",
                  online: Optional[OnlineSettings] = None, local_iterations: int = 20,
                  word_adapted: bool = False, history_size: int = 20):
         self.n_topics = n_topics
@@ -123,10 +131,18 @@ class TopicModel:
         self.dropped_tokens = 0
 
     # ------------------------------------------------------------------ grammar
-    def prepare(self, alphabet: Iterable[str]) -> None:
-        """Generate and compile the grammar for these characters (once)."""
+    def prepare(self, alphabet: Iterable[str], tokens: int = 0) -> None:
+        """Generate and compile the grammar for these characters (once).
+
+        `tokens` (the expected number of word tokens in the corpus) sets b when
+        b = "auto": half the tokens a topic can expect, tokens / (2K), so that a
+        topic's concentration grows with its data as the Pitman-Yor
+        predictive asks of a new word; at least 1.
+        """
         if self.compiled is not None:
             return
+        if self.b == "auto":
+            self.b = max(1.0, AUTO_B_PER_TOKEN * tokens / self.n_topics)
         truncation = self.online.truncation.get("TOPIC", self.online.default_truncation)
         grammar = topic_grammar(self.n_topics, alphabet, alpha=self.alpha, a=self.a, b=self.b,
                                 truncation=truncation, word_adapted=self.word_adapted)
@@ -171,7 +187,7 @@ class TopicModel:
             callback: Optional[Report] = None) -> "TopicModel":
         """`passes` online passes over an in-memory corpus, reshuffled every pass."""
         docs = [list(d) for d in docs]
-        self.prepare({c for d in docs for token in d for c in token})
+        self.prepare({c for d in docs for token in d for c in token}, sum(len(d) for d in docs))
         for p in range(passes):
             order = np.random.default_rng(_mix(seed, p) % (2 ** 63)).permutation(len(docs))
             self.partial_fit((docs[i] for i in order), seed=seed + p, corpus_size=len(docs), callback=callback)
@@ -184,7 +200,8 @@ class TopicModel:
         New words of the stream enter the topics as they are drawn. D
         (`corpus_size`) defaults to the `corpus_size` setting, else the
         documents seen so far. The first minibatch fixes the alphabet of an
-        untrained model (call `prepare` to give it up front).
+        untrained model, and with b = "auto" its b from D times the first
+        minibatch's mean document length (call `prepare` to give both up front).
         """
         B = self.online.batch_size
         batch: List[Sequence[str]] = []
@@ -205,7 +222,9 @@ class TopicModel:
 
     def _step(self, batch, seed, corpus_size, callback) -> Dict:
         if self.compiled is None:
-            self.prepare({c for d in batch for token in d for c in token})
+            per_doc = sum(len(d) for d in batch) / max(1, len(batch))
+            self.prepare({c for d in batch for token in d for c in token},
+                         int(per_doc * (corpus_size or self.online.corpus_size or len(batch))))
         self.learner.seed = seed
         chars, tok_ptr, doc_ptr = self._pack(batch)
         self.learner._workspace(int(np.diff(tok_ptr).max()) if len(tok_ptr) > 1 else 1)
