@@ -574,6 +574,14 @@ def test_cli_evaluate_topics(trained):
     assert_one_error_line(run(runner, "evaluate-topics", root / "out" / "model", "--reference",
                               root / "missing.txt"), "missing.txt")
     assert_one_error_line(run(runner, "topics", root / "nowhere"))
+    # without --reference: the held-out documents that `train` wrote next to the model
+    held = root / "out" / "heldout.txt"
+    assert held.exists()
+    result = run(runner, "evaluate-topics", root / "out" / "model", "--json", root / "ev3.json")
+    assert result.exit_code == 0, result.output
+    scores3 = json.loads((root / "ev3.json").read_text(encoding="utf8"))
+    assert scores3["reference"] == str(held)
+    assert scores3["heldout"] == model.heldout_loglik(read_documents(held))
 
 
 # ---------------------------------------------------------------------------

@@ -110,6 +110,8 @@ def train_topics(config_path: Path, output: Optional[Path], overrides) -> None:
     with TraceLog(out / "trace.jsonl", steps, 1, interactive=False) as log:
         model.fit(train, passes=t["passes"], seed=seed, callback=log)
     model.save(out / "model")
+    if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
+        (out / "heldout.txt").write_text("".join(" ".join(d) + "\n" for d in held), encoding="utf8")
     good(f"Saved the topic model to {out / 'model'}")
     typer.echo(format_topics(model, t["top_words"]))
     if held:
@@ -155,8 +157,9 @@ def topics_cli(
 @_errors_as_lines
 def evaluate_topics_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
-    reference: Path = typer.Option(..., "--reference", "-r",
-                                   help="Reference documents for co-occurrence, one per line (e.g. held-out documents)"),
+    reference: Optional[Path] = typer.Option(
+        None, "--reference", "-r", help="Reference documents for co-occurrence, one per line (default: the "
+                                        "held-out documents `spacy-ag train` wrote next to MODEL)"),
     heldout: Optional[Path] = typer.Option(None, "--heldout", help="Held-out documents for the likelihood "
                                                                    "(default: the reference documents)"),
     top: int = typer.Option(10, "--top", "-n", help="Top words per topic (T)"),
@@ -167,6 +170,11 @@ def evaluate_topics_cli(
     reference corpus, and the held-out log likelihood of documents."""
     from ..topics.coherence import coherence, read_documents
 
+    if reference is None:
+        reference = model_path.parent / "heldout.txt"
+        if not reference.exists():
+            raise ValueError(f"no --reference given and no {reference}; pass the reference documents with "
+                             "--reference FILE")
     _require_file(reference, "reference file")
     model = load_topic_model(model_path)
     ref_docs = read_documents(reference)
