@@ -213,7 +213,7 @@ class AdaptorGrammar:
         return self
 
     def partial_fit(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0,
-                    callback=None, shuffle_buffer: int = 0) -> "AdaptorGrammar":
+                    callback=None, shuffle_buffer: int = 0, pass_index: int = 0) -> "AdaptorGrammar":
         """One online pass over `texts` (any iterable, read lazily in minibatches).
 
         Memory stays bounded by the truncation: only one minibatch of text is
@@ -245,6 +245,7 @@ class AdaptorGrammar:
             return self
         learner = self._learner(settings, seed)
         run = VariationalRun(learner, passes=1, report=callback)
+        run.epoch = pass_index  # trace lines say which pass over a stream this is
         try:
             run.run_stream(itertools.chain([first], stream), corpus_size or settings.corpus_size or 0)
         finally:

@@ -242,7 +242,7 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, show_scores
     log = TraceLog(out / "trace.jsonl", o.passes * -(-D // o.batch_size), 1, interactive=sys.stderr.isatty())
     with log:
         for p in range(o.passes):
-            model.partial_fit(texts(), corpus_size=D, seed=t.seed + p, callback=log,
+            model.partial_fit(texts(), corpus_size=D, seed=t.seed + p, callback=log, pass_index=p,
                               shuffle_buffer=cfg.shuffle_buffer)
     model.save(out / "model")
     segmentation = [words for text in texts() for words in model.segment([text])]
