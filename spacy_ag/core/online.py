@@ -171,19 +171,23 @@ class OnlineLearner:
         workers = max(1, min(s.workers or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
         # threads pay off only when each gets a share worth a thread hand-off
         parallel = workers > 1 and int(lengths.sum()) >= PARALLEL_MIN_TERMINALS
+        threads = numba.get_num_threads()
         numba.set_num_threads(workers if parallel else 1)
-        while True:
-            rec_ptr = np.zeros(len(batch) + 1, np.int64)
-            np.cumsum(s.samples * (self.record_factor * lengths + 16), out=rec_ptr[1:])
-            rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
-            samp_len = np.zeros((len(batch), s.samples), np.int64)
-            scores = np.zeros((len(batch), s.samples))
-            status = np.zeros(len(batch), np.int64)
-            estep(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
-                  scores, status)
-            if not (status == OVERFLOW).any():
-                return rec, rec_ptr, samp_len, scores, status
-            self.record_factor *= 2
+        try:
+            while True:
+                rec_ptr = np.zeros(len(batch) + 1, np.int64)
+                np.cumsum(s.samples * (self.record_factor * lengths + 16), out=rec_ptr[1:])
+                rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
+                samp_len = np.zeros((len(batch), s.samples), np.int64)
+                scores = np.zeros((len(batch), s.samples))
+                status = np.zeros(len(batch), np.int64)
+                estep(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
+                      scores, status)
+                if not (status == OVERFLOW).any():
+                    return rec, rec_ptr, samp_len, scores, status
+                self.record_factor *= 2
+        finally:
+            numba.set_num_threads(threads)
 
     # ------------------------------------------------------------------ one minibatch
     def step(self, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray,
