@@ -11,7 +11,7 @@ from numba import njit
 
 from .state import (
     CLOSED, OPEN, RULE, TABLE, TERM,
-    alloc_table, free_node, free_table, link_table, unlink_table,
+    alloc_table, free_node, free_table, link_table, push_children, unlink_table,
 )
 
 
@@ -57,16 +57,6 @@ def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
 
 
 @njit(cache=True)
-def _push_children(S, x, stack, top):
-    c = S.node_child[x]
-    while c >= 0:
-        stack[top] = c
-        top += 1
-        c = S.node_sib[c]
-    return top
-
-
-@njit(cache=True)
 def add(G, S, root, collapsed, stack):
     """Insert an analysis; NEW table nodes open tables, CLOSED ones reopen."""
     lp = 0.0
@@ -83,7 +73,7 @@ def add(G, S, root, collapsed, stack):
             lp += math.log(theta_hat(G, S, r, collapsed))
             S.f[r] += 1
             S.fA[G.rule_parent[r]] += 1
-            top = _push_children(S, x, stack, top)
+            top = push_children(S, x, stack, top)
             continue
         k = S.node_table[x]
         ad = G.sym_adaptor[S.node_sym[x]]
@@ -109,7 +99,7 @@ def add(G, S, root, collapsed, stack):
         S.f[r] += 1
         S.fA[G.rule_parent[r]] += 1
         link_table(S, k)
-        top = _push_children(S, label, stack, top)
+        top = push_children(S, label, stack, top)
     return lp
 
 
@@ -130,7 +120,7 @@ def remove(G, S, root, collapsed, stack):
             S.f[r] -= 1
             S.fA[G.rule_parent[r]] -= 1
             lp += math.log(theta_hat(G, S, r, collapsed))
-            top = _push_children(S, x, stack, top)
+            top = push_children(S, x, stack, top)
             continue
         k = S.node_table[x]
         ad = S.tab_adaptor[k]
@@ -147,7 +137,7 @@ def remove(G, S, root, collapsed, stack):
         unlink_table(S, k)
         S.tab_state[k] = CLOSED
         lp += log_new_table(S, ad) + math.log(theta_hat(G, S, r, collapsed))
-        top = _push_children(S, label, stack, top)
+        top = push_children(S, label, stack, top)
     return lp
 
 
@@ -169,7 +159,7 @@ def log_r(G, S, root, rho, inv_temp, stack):
             continue
         if kind == RULE:
             lr += math.log(rho[S.node_rule[x]])
-            top = _push_children(S, x, stack, top)
+            top = push_children(S, x, stack, top)
             continue
         k = S.node_table[x]
         if k >= 0 and S.tab_state[k] == OPEN:
@@ -248,5 +238,5 @@ def free_tree(S, root, stack):
                 top += 1
                 free_table(S, k)
         else:
-            top = _push_children(S, x, stack, top)
+            top = push_children(S, x, stack, top)
         free_node(S, x)

@@ -19,8 +19,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .state import OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, alloc_table, free_node, free_table, \
-    link_table, trie_insert, unlink_table
+from .state import (
+    OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, alloc_table, free_node, free_table, link_table, push_children,
+    trie_insert, unlink_table,
+)
 
 Variational = namedtuple(
     "Variational",
@@ -85,11 +87,7 @@ def count_label(G, S, label, sign, stack):
             r = S.node_rule[x]
             S.f[r] += sign
             S.fA[G.rule_parent[r]] += sign
-            c = S.node_child[x]
-            while c >= 0:
-                stack[top] = c
-                top += 1
-                c = S.node_sib[c]
+            top = push_children(S, x, stack, top)
 
 
 @njit(cache=True)
@@ -101,11 +99,7 @@ def free_derivation(S, root, stack):
         top -= 1
         x = stack[top]
         if S.node_kind[x] == RULE:
-            c = S.node_child[x]
-            while c >= 0:
-                stack[top] = c
-                top += 1
-                c = S.node_sib[c]
+            top = push_children(S, x, stack, top)
         free_node(S, x)
 
 
@@ -223,11 +217,7 @@ def merge_entries(G, S, V, keep, drop, stack):
                     S.tab_count[keep] += 1
                     S.tab_count[drop] -= 1
             elif S.node_kind[x] == RULE:
-                c = S.node_child[x]
-                while c >= 0:
-                    stack[top] = c
-                    top += 1
-                    c = S.node_sib[c]
+                top = push_children(S, x, stack, top)
     remove_entry(G, S, V, drop, stack)
 
 

@@ -202,6 +202,17 @@ def free_table(S, k):
     c[TAB_FREE] += 1
 
 
+@njit(cache=True)
+def push_children(S, x, stack, top):
+    """Push the children of pool node x on a walk's stack; return the new top."""
+    c = S.node_child[x]
+    while c >= 0:
+        stack[top] = c
+        top += 1
+        c = S.node_sib[c]
+    return top
+
+
 # ---------------------------------------------------------------------------
 # the yield trie
 

@@ -19,7 +19,9 @@ from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, entries_by_rank, find_entry, free_derivation, merge_entries,
     new_table_node, remove_entry, same_derivation, yield_node,
 )
-from .state import OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, room_ok, yield_length, yield_terms
+from .state import (
+    OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, push_children, room_ok, yield_length, yield_terms,
+)
 
 NEG_INF = -np.inf
 OK, UNPARSEABLE, OVERFLOW = 0, 1, 2
@@ -316,11 +318,7 @@ def sentence_statistics_from_analyses(G, S, V, stack):
                 S.f[r] -= 1
                 S.fA[G.rule_parent[r]] -= 1
                 V.gt[r] += 1.0
-                c = S.node_child[x]
-                while c >= 0:
-                    stack[top] = c
-                    top += 1
-                    c = S.node_sib[c]
+                top = push_children(S, x, stack, top)
         free_derivation(S, root, stack)
         S.sent_root[d] = -1
 
