@@ -73,21 +73,35 @@ def fit_capacity(V: Variational, tab_cap: int) -> Variational:
 
 
 @njit(cache=True)
-def count_label(G, S, label, sign, stack):
-    """Add (sign=1) or remove (-1) a label's one-level productions to N_rule and to U."""
-    stack[0] = label
+def count_productions(G, S, root, sign, stack, table_uses, rule_uses):
+    """Add `sign` times the one-level productions of a tree (rules down to its TABLE references)
+    to N_rule (S.f) and to U (S.tab_count); with non-empty `table_uses` / `rule_uses`, also
+    count each use there (+1 per table reference and per rule)."""
+    tally = table_uses.shape[0] > 0
+    stack[0] = root
     top = 1
     while top > 0:
         top -= 1
         x = stack[top]
         kind = S.node_kind[x]
         if kind == TABLE:
-            S.tab_count[S.node_table[x]] += sign
+            k = S.node_table[x]
+            S.tab_count[k] += sign
+            if tally:
+                table_uses[k] += 1.0
         elif kind == RULE:
             r = S.node_rule[x]
             S.f[r] += sign
             S.fA[G.rule_parent[r]] += sign
+            if tally:
+                rule_uses[r] += 1.0
             top = push_children(S, x, stack, top)
+
+
+@njit(cache=True)
+def count_label(G, S, label, sign, stack):
+    """Add (sign=1) or remove (-1) a label's one-level productions to N_rule and to U."""
+    count_productions(G, S, label, sign, stack, np.empty(0), np.empty(0))
 
 
 @njit(cache=True)

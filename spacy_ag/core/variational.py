@@ -16,11 +16,11 @@ from numba import njit, prange
 from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, sample_records
 from .expectations import expected_log_theta, stick_expectations
 from .grammatons import (
-    NEXT_RANK, adopt_subtree, count_label, entries_by_rank, find_entry, free_derivation, merge_entries,
+    NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, find_entry, free_derivation, merge_entries,
     new_table_node, remove_entry, same_derivation, yield_node,
 )
 from .state import (
-    OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, push_children, room_ok, yield_length, yield_terms,
+    OPEN, RULE, TAB_HWM, TERM, alloc_node, room_ok, yield_length, yield_terms,
 )
 
 NEG_INF = -np.inf
@@ -162,8 +162,11 @@ def decay(S, V, eps, scale):
 
 
 @njit(cache=True)
-def stick_parameters(S, V, ad, entries, corr, nu1, nu2):
-    """nu1, nu2 of the entries of `ad` in stick order (Eqs. 12-13)."""
+def stick_parameters(S, V, ad, corr):
+    """The entries of `ad` in stick order with their nu1, nu2 (Eqs. 12-13)."""
+    entries = entries_by_rank(S, V, ad)
+    nu1 = np.empty(entries.shape[0])
+    nu2 = np.empty(entries.shape[0])
     a = S.ad_a[ad]
     b = S.ad_b[ad]
     tail = 0.0
@@ -173,6 +176,7 @@ def stick_parameters(S, V, ad, entries, corr, nu1, nu2):
         nu1[p] = 1.0 - a + F
         nu2[p] = b + (p + 1) * a + tail
         tail += F
+    return entries, nu1, nu2
 
 
 @njit(cache=True)
@@ -187,14 +191,10 @@ def refresh_weights(G, S, V, corr):
     elog_theta = np.empty(n_rules)
     expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog_theta)
     for ad in range(G.adaptor_nt.shape[0]):
-        entries = entries_by_rank(S, V, ad)
-        m = entries.shape[0]
-        nu1 = np.empty(m)
-        nu2 = np.empty(m)
-        stick_parameters(S, V, ad, entries, corr, nu1, nu2)
-        log_pi = np.empty(m)
+        entries, nu1, nu2 = stick_parameters(S, V, ad, corr)
+        log_pi = np.empty(entries.shape[0])
         V.elog_rho[ad] = stick_expectations(nu1, nu2, log_pi)
-        for p in range(m):
+        for p in range(entries.shape[0]):
             V.lw[entries[p]] = log_pi[p]
     for r in range(n_rules):
         lw = elog_theta[r]
@@ -243,6 +243,7 @@ def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats):
     into the one earlier in stick order. stats: [changed, merged, inside calls].
     Returns the next position (the pools may need growing first).
     """
+    tasks = np.empty((rec.shape[0] + 8, 3), np.int64)
     while pos < entries.shape[0]:
         k = entries[pos]
         if S.tab_state[k] != OPEN:  # merged away earlier in this pass
@@ -262,7 +263,6 @@ def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats):
         if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, 1.0, V.lw) == NEG_INF:
             pos += 1
             continue
-        tasks = np.empty((rec.shape[0] + 8, 3), np.int64)
         buf = np.empty((m + 2, 3), np.int64)
         count, _ = sample_records(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, V.lw, rng, tasks, buf,
                                   rec, 0, rec.shape[0])
@@ -301,26 +301,10 @@ def sentence_statistics_from_analyses(G, S, V, stack):
     """
     for d in range(S.sent_root.shape[0]):
         root = S.sent_root[d]
-        if root < 0:
-            continue
-        stack[0] = root
-        top = 1
-        while top > 0:
-            top -= 1
-            x = stack[top]
-            kind = S.node_kind[x]
-            if kind == TABLE:
-                k = S.node_table[x]
-                S.tab_count[k] -= 1
-                V.ft[k] += 1.0
-            elif kind == RULE:
-                r = S.node_rule[x]
-                S.f[r] -= 1
-                S.fA[G.rule_parent[r]] -= 1
-                V.gt[r] += 1.0
-                top = push_children(S, x, stack, top)
-        free_derivation(S, root, stack)
-        S.sent_root[d] = -1
+        if root >= 0:
+            count_productions(G, S, root, -1, stack, V.ft, V.gt)
+            free_derivation(S, root, stack)
+            S.sent_root[d] = -1
 
 
 @njit(cache=True)

@@ -10,7 +10,6 @@ import numpy as np
 from numba import njit
 
 from .expectations import digamma, expected_log_theta
-from .grammatons import entries_by_rank
 from .variational import stick_parameters
 
 
@@ -79,11 +78,8 @@ def update_alpha(G, V, iterations):
 
 @njit(cache=True)
 def _log1m_expectations(S, V, ad, corr):
-    entries = entries_by_rank(S, V, ad)
-    m = entries.shape[0]
-    nu1 = np.empty(m)
-    nu2 = np.empty(m)
-    stick_parameters(S, V, ad, entries, corr, nu1, nu2)
+    _, nu1, nu2 = stick_parameters(S, V, ad, corr)
+    m = nu1.shape[0]
     elog_v = np.empty(m)
     elog_1mv = np.empty(m)
     for p in range(m):

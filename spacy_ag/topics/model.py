@@ -15,7 +15,6 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 import numpy as np
 
 from ..core.compiled import CompiledGrammar
-from ..core.grammatons import entries_by_rank
 from ..core.online import OnlineLearner, OnlineSettings, _mix
 from ..core.state import yield_length, yield_terms
 from ..core.topics import TopicRules, absorb_documents, infer_documents
@@ -245,9 +244,7 @@ class TopicModel:
         self._require()
         S, V = self.learner.state, self.learner.V
         ad = int(self.learner.R.topic_adaptor[topic])
-        entries = entries_by_rank(S, V, ad)
-        nu1, nu2 = np.empty(len(entries)), np.empty(len(entries))
-        stick_parameters(S, V, ad, entries, self.learner.correction(), nu1, nu2)
+        entries, nu1, nu2 = stick_parameters(S, V, ad, self.learner.correction())
         mean_v = nu1 / (nu1 + nu2)
         rest = np.concatenate([[1.0], np.cumprod(1.0 - mean_v)[:-1]]) if len(entries) else np.empty(0)
         prob = mean_v * rest
