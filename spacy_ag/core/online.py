@@ -154,10 +154,17 @@ class OnlineLearner:
         self.tree_rec = np.empty((per_tree, 6), np.int32)
         self.terms = np.empty(self._work_len + 1, np.int32)
 
-    def _grow(self, nodes: int, tables: int, trie: int):
-        """Room for what the kernel that stopped asked for (exactly its own room check)."""
-        self.state = grow(self.state, nodes, tables, trie, self.G.n_term)
-        self.V = fit_capacity(self.V, self.state.tab_count.shape[0])
+    def drive(self, kernel, n_items: int) -> None:
+        """Call `kernel(pos, need)` until it has covered n_items; when it stops early, grow the pools
+        by exactly what its room check wrote to `need` (nodes, tables, trie nodes) and call again."""
+        need = np.zeros(3, np.int64)
+        pos = 0
+        while pos < n_items:
+            new_pos = kernel(pos, need)
+            if new_pos == pos:
+                self.state = grow(self.state, int(need[0]), int(need[1]), int(need[2]), self.G.n_term)
+                self.V = fit_capacity(self.V, self.state.tab_count.shape[0])
+            pos = new_pos
 
     # ------------------------------------------------------------------ E-step
     def sample(self, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray, stream: int):
@@ -225,15 +232,8 @@ class OnlineLearner:
         bad = np.nonzero(status == UNPARSEABLE)[0]
         if len(bad):
             raise UnparseableSentence(int(batch[bad[0]]))
-        pos = 0
-        while pos < len(batch):
-            new_pos = absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status,
-                             1.0 / s.samples, pos, self.stack, self.built)
-            if new_pos == pos:  # absorb's room check for sentence batch[pos]
-                n = int(sent_ptr[batch[pos] + 1] - sent_ptr[batch[pos]])
-                need = int(rec_ptr[pos + 1] - rec_ptr[pos])
-                self._grow(need, need, n * (n + 1) // 2 + 1)
-            pos = new_pos
+        self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len,
+                                            status, 1.0 / s.samples, pos, self.stack, self.built, need), len(batch))
         ok = status == OK
         return float(scores[ok].max(axis=1).sum())
 
@@ -259,15 +259,8 @@ class OnlineLearner:
             rng = make_rng(_mix(self.seed, self.minibatches, 0x5EED))
             for ad in G.adaptor_order:
                 entries = entries_by_rank(self.state, self.V, ad)
-                pos = 0
-                while pos < len(entries):
-                    new_pos = rederive(G, self.state, self.V, entries, pos, rng, self.tree_rec, self.terms,
-                                       self.stack, self.built, stats)
-                    if new_pos == pos:  # rederive's room check
-                        need = self.tree_rec.shape[0]
-                        n = self.terms.shape[0]
-                        self._grow(need, need, n * (n + 1) // 2 + 1)
-                    pos = new_pos
+                self.drive(lambda pos, need: rederive(G, self.state, self.V, entries, pos, rng, self.tree_rec,
+                                                      self.terms, self.stack, self.built, stats, need), len(entries))
             self.inside_calls += int(stats[2])
             refresh_weights(G, self.state, self.V, corr)
         if s.update_alpha:

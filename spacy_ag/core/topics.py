@@ -173,11 +173,12 @@ def _label(S, R, topic, chars):
 
 @njit(cache=True)
 def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, pos,
-                     stack, result):
+                     stack, result, need):
     """Local E-step, S draws per token and f/g/h counts for documents docs[pos:] (4.4, 4.5).
 
     result[0] accumulates the documents' log likelihood, result[1] the tokens.
-    Returns the next position (the pools may need growing first).
+    Returns the next position; stopping early means the pools need the (nodes, tables, trie
+    nodes) written to `need`.
     """
     K = R.topic_nt.shape[0]
     w = 1.0 / n_samples
@@ -187,7 +188,9 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
         n_chars = tok_ptr[t1] - tok_ptr[t0]
         draws = min(n_samples, K)  # new entries per token: at most one per topic drawn
-        if not room_ok(S, draws * (3 * n_chars + 2 * (t1 - t0)) + 8, draws * (t1 - t0) + 1, n_chars + 1):
+        nodes, tables = draws * (3 * n_chars + 2 * (t1 - t0)) + 8, draws * (t1 - t0) + 1
+        if not room_ok(S, nodes, tables, n_chars + 1):
+            need[0], need[1], need[2] = nodes, tables, n_chars + 1
             return pos
         logp = np.empty((t1 - t0, K))
         ys = np.empty(t1 - t0, np.int64)

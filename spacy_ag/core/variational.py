@@ -127,8 +127,9 @@ def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
 
 
 @njit(cache=True)
-def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built):
-    """Count the sampled trees of batch[pos:]; return how far it got (pools may need growing)."""
+def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built, need):
+    """Count the sampled trees of batch[pos:]; return how far it got. Stopping early means the
+    pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks."""
     n_samples = samp_len.shape[1]
     while pos < batch.shape[0]:
         if status[pos] != OK:
@@ -136,8 +137,9 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
             continue
         d = batch[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        need = rec_ptr[pos + 1] - rec_ptr[pos]
-        if not room_ok(S, need, need, n * (n + 1) // 2 + 1):
+        records = rec_ptr[pos + 1] - rec_ptr[pos]
+        if not room_ok(S, records, records, n * (n + 1) // 2 + 1):
+            need[0], need[1], need[2] = records, records, n * (n + 1) // 2 + 1
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         r = rec_ptr[pos]
@@ -235,13 +237,13 @@ def prune(G, S, V, eps, truncation, stack):
 
 
 @njit(cache=True)
-def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats):
+def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats, need):
     """Draw a new derivation for entries[pos:] of one adaptor from G' without its own entries (4.9).
 
     Lower subtrees of the draw that are not entries yet join their
     grammatons; an entry whose new derivation equals another entry is merged
     into the one earlier in stick order. stats: [changed, merged, inside calls].
-    Returns the next position (the pools may need growing first).
+    Returns the next position; stopping early means the pools need what `need` says (see `absorb`).
     """
     tasks = np.empty((rec.shape[0] + 8, 3), np.int64)
     while pos < entries.shape[0]:
@@ -250,8 +252,8 @@ def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats):
             pos += 1
             continue
         n = yield_terms(S, S.tab_yield[k], terms)
-        need = rec.shape[0]
-        if not room_ok(S, need, need, n * (n + 1) // 2 + 1):
+        if not room_ok(S, rec.shape[0], rec.shape[0], n * (n + 1) // 2 + 1):
+            need[0], need[1], need[2] = rec.shape[0], rec.shape[0], n * (n + 1) // 2 + 1
             return pos
         ad = S.tab_adaptor[k]
         A = G.adaptor_nt[ad]

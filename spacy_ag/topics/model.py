@@ -63,17 +63,9 @@ class TopicLearner(OnlineLearner):
         eps, scale = self.begin_minibatch(len(docs), corpus_size)
         seeds = np.array([_mix(self.seed, self.minibatches, i) for i in range(len(docs))], dtype=np.uint64)
         result = np.zeros(2)
-        pos = 0
-        while pos < len(docs):
-            new_pos = absorb_documents(self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr, docs, seeds,
-                                       self.alpha, iterations, self.settings.samples, pos, self.stack, result)
-            if new_pos == pos:
-                d = docs[pos]
-                n_chars = int(tok_ptr[doc_ptr[d + 1]] - tok_ptr[doc_ptr[d]])
-                draws = min(self.settings.samples, len(self.R.topic_nt))
-                self._grow(draws * (3 * n_chars + 2 * int(doc_ptr[d + 1] - doc_ptr[d])) + 8,
-                           draws * int(doc_ptr[d + 1] - doc_ptr[d]) + 1, n_chars + 1)
-            pos = new_pos
+        self.drive(lambda pos, need: absorb_documents(self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr,
+                                                      docs, seeds, self.alpha, iterations, self.settings.samples,
+                                                      pos, self.stack, result, need), len(docs))
         self.inside_calls += int(result[1])
         line = self.end_minibatch(eps, scale, started, float(result[0]))
         line["documents_seen"] = self.seen
