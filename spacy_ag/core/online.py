@@ -103,6 +103,8 @@ class OnlineLearner:
         self.max_len = max(1, int(longest_entry(self.state)))  # entries may come from longer text
         self._work_len = 0
         self.truncation = np.array([self._truncation(name) for name in compiled.adapted], np.int64)
+        #: nonterminals whose Dirichlet prior the Newton steps leave alone
+        self.alpha_fixed = np.zeros(G.n_nt, np.bool_)
 
     # ------------------------------------------------------------------ settings
     def _truncation(self, name: str) -> int:
@@ -264,7 +266,7 @@ class OnlineLearner:
             self.inside_calls += int(stats[2])
             refresh_weights(G, self.state, self.V, corr)
         if s.update_alpha:
-            update_alpha(G, self.V, s.hyper_iterations)
+            update_alpha(G, self.V, s.hyper_iterations, self.alpha_fixed)
         for ad in range(G.adaptor_nt.shape[0]):
             if s.update_a:
                 update_discount(self.state, self.V, ad, corr, 40)

@@ -26,8 +26,9 @@ def trigamma(x):
 
 
 @njit(cache=True)
-def update_alpha(G, V, iterations):
-    """Newton steps on every nonterminal's alpha (diagonal plus rank-one Hessian, inverted exactly)."""
+def update_alpha(G, V, iterations, fixed):
+    """Newton steps on the alpha of every nonterminal A with fixed[A] false (diagonal plus
+    rank-one Hessian, inverted exactly)."""
     n_rules = V.alpha.shape[0]
     elog = np.empty(n_rules)
     expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog)
@@ -38,6 +39,8 @@ def update_alpha(G, V, iterations):
     for A in range(G.n_nt):
         ptr[A + 1] += ptr[A]
     for A in range(G.n_nt):
+        if fixed[A]:
+            continue
         rules = by_parent[ptr[A]:ptr[A + 1]]
         if rules.shape[0] < 2:
             continue

@@ -49,14 +49,14 @@ class TopicLearner(OnlineLearner):
     def __init__(self, compiled: CompiledGrammar, settings: OnlineSettings, seed: int = 0, **kwargs):
         super().__init__(compiled, settings, seed, **kwargs)
         self.R = topic_rules(compiled)
-        self.alpha = self.V.alpha[self.R.doc_topic].copy()
+        # the document prior is LDA's alpha: a Newton step would treat DOC -> TOPIC_i as one
+        # corpus-level rule and inflate it to corpus counts
+        self.alpha_fixed[compiled.nt_index["DOC"]] = True
 
-    def refine(self, eps: float) -> Dict:
-        """As `OnlineLearner.refine`, but the document prior alpha stays LDA's: a Newton step would
-        treat `DOC -> TOPIC_i` as one corpus-level rule and inflate it to corpus counts."""
-        result = super().refine(eps)
-        self.V.alpha[self.R.doc_topic] = self.alpha
-        return result
+    @property
+    def alpha(self) -> np.ndarray:
+        """The Dirichlet prior of every document's topic proportions."""
+        return self.V.alpha[self.R.doc_topic]
 
     def step_documents(self, chars, tok_ptr, doc_ptr, docs, corpus_size: Optional[int], iterations: int) -> Dict:
         started = time.perf_counter()
