@@ -31,7 +31,7 @@ from .grammar import (
 )
 from .grammar.checks import uncovered_error
 from .serialize import (
-    ModelFileError, meta_header, npz_bytes, read_npz, read_npz_bytes, state_arrays, state_from_arrays,
+    ModelFileError, meta_header, npz_bytes, read_npz, read_npz_bytes, state_from_arrays,
     write_npz_atomic, zip_bytes,
 )
 from .training import (
@@ -39,7 +39,7 @@ from .training import (
     default_workers, run_chains, words_from_key,
 )
 from .online_training import (
-    VariationalRun, mode_settings, shuffled_stream, variational_arrays, variational_from_arrays,
+    VariationalRun, mode_settings, model_arrays, shuffled_stream, variational_from_arrays,
 )
 from .tree import Tree
 
@@ -161,7 +161,14 @@ class AdaptorGrammar:
 
     # ------------------------------------------------------------------ variational training
     def _learner(self, settings: OnlineSettings, seed: int) -> OnlineLearner:
-        """A learner continuing the current state: variational, converted from MCMC, or new."""
+        """A learner continuing the current state: the one of the last step (so a spaCy `update`
+        per minibatch does not rebuild it), or a new one on the variational state, on an MCMC
+        state converted to grammatons, or on an empty state."""
+        live = getattr(self, "_live_learner", None)
+        if (live is not None and live.state is self.state and live.V is self.variational
+                and live.settings == settings):
+            live.seed = int(seed)
+            return live
         if self.variational is not None:
             return OnlineLearner(self.compiled, settings, seed, state=self.state, variational=self.variational,
                                  progress=self.progress)
@@ -171,6 +178,7 @@ class AdaptorGrammar:
 
     def _keep(self, learner: OnlineLearner) -> None:
         self.state, self.variational, self.progress = learner.state, learner.V, learner.progress()
+        self._live_learner = learner
         self._weights_cache = None  # the learner updates its arrays in place
 
     def _fit_variational(self, corpus: Corpus, *, seed: int, callback, checkpoint_dir, checkpoint_every: int,
@@ -534,11 +542,7 @@ class AdaptorGrammar:
         write_npz_atomic(path / "state.npz", self._arrays(), self._meta())
 
     def _arrays(self) -> Dict[str, np.ndarray]:
-        if self.variational is None:
-            return state_arrays(self.state)
-        arrays = state_arrays(self.state)
-        arrays.update(variational_arrays(self.variational, self.state.counters[TAB_HWM]))
-        return arrays
+        return model_arrays(self.state, self.variational)
 
     def _meta(self) -> Dict:
         return meta_header("model", segment_category=self.segment_category, mode=self.mode,

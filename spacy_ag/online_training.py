@@ -43,9 +43,11 @@ def variational_from_arrays(arrays: Dict[str, np.ndarray], source: str) -> Optio
     return Variational(*(np.array(arrays[n]) for n in names))
 
 
-def learner_arrays(learner: OnlineLearner) -> Dict[str, np.ndarray]:
-    arrays = state_arrays(learner.state)
-    arrays.update(variational_arrays(learner.V, learner.state.counters[TAB_HWM]))
+def model_arrays(state, V: Optional[Variational]) -> Dict[str, np.ndarray]:
+    """What a saved model or checkpoint holds: the state, plus the variational statistics if any."""
+    arrays = state_arrays(state)
+    if V is not None:
+        arrays.update(variational_arrays(V, state.counters[TAB_HWM]))
     return arrays
 
 
@@ -79,7 +81,7 @@ class VariationalRun:
         meta = meta_header("checkpoint", mode="variational", fingerprint=self.fingerprint,
                            progress=self.learner.progress(), epoch=self.epoch, position=self.position,
                            trace=self.trace[-50:], settings=self.learner.settings.to_dict())
-        write_npz_atomic(Path(self.checkpoint), learner_arrays(self.learner), meta)
+        write_npz_atomic(Path(self.checkpoint), model_arrays(self.learner.state, self.learner.V), meta)
 
     @staticmethod
     def load_checkpoint(path: str, fingerprint: str):
@@ -140,7 +142,8 @@ class VariationalRun:
             raise TrainingInterrupted(self.checkpoint) from None
 
     def run_stream(self, batches: Iterable[Tuple[np.ndarray, np.ndarray]], corpus_size: int) -> None:
-        """One pass over minibatches that arrive one at a time (bounded memory)."""
+        """One pass over minibatches that arrive one at a time (bounded memory). A stream cannot
+        be replayed, so there is no checkpoint: Ctrl-C stops after the current minibatch."""
         learner = self.learner
         with _StopRequest() as stop:
             for words, sent_ptr in batches:
@@ -148,15 +151,10 @@ class VariationalRun:
                 if not len(batch):
                     continue
                 line = learner.step(words, sent_ptr, batch, corpus_size)
-                self.position += len(batch)
                 if "pruned" in line:
                     self._line(line, False)
-                if self.checkpoint and self.checkpoint_every and learner.minibatches % self.checkpoint_every == 0:
-                    self.save_checkpoint()
-                if stop.requested:
-                    if self.checkpoint:
-                        self.save_checkpoint()
-                    raise TrainingInterrupted(self.checkpoint)
+                if stop.requested:  # between minibatches: the model holds every finished one
+                    raise TrainingInterrupted(None)
         self.epoch += 1
         self._line({"minibatch": learner.minibatches}, True)
 

@@ -22,7 +22,7 @@ from spacy_ag.cli import app
 from spacy_ag.config import is_topic_config, load_topic_config
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.grammar import Adaptor
-from spacy_ag.online_training import learner_arrays
+from spacy_ag.online_training import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
 from spacy_ag.topics.coherence import read_documents
 from spacy_ag.topics.model import topic_rules
@@ -595,7 +595,7 @@ def test_same_seed_same_topics(corpus):
     assert [a.top_words(i, 20) for i in range(K)] == [b.top_words(i, 20) for i in range(K)]
     assert a.history == b.history and len(a.history) > 0
     # the whole state and variational statistics, not only the ranking (the trace's timings may differ)
-    arrays_a, arrays_b = learner_arrays(a.learner), learner_arrays(b.learner)
+    arrays_a, arrays_b = (model_arrays(m.learner.state, m.learner.V) for m in (a, b))
     assert arrays_a.keys() == arrays_b.keys()
     for key in arrays_a:
         np.testing.assert_array_equal(arrays_a[key], arrays_b[key], err_msg=key)

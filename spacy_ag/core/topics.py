@@ -35,6 +35,7 @@ TopicRules = namedtuple(
         "topic_word",  # rule TOPIC_i -> WORD, per topic
         "topic_nt",  # nonterminal TOPIC_i, per topic
         "topic_adaptor",  # adaptor index of TOPIC_i, per topic
+        "adaptor_topic",  # topic of an adaptor index (-1 for WORD when it is adapted)
         "sent_doc",  # rule SENT -> DOC (array of one)
         "word_chars",  # rule WORD -> CHARS, its nonterminals WORD, CHARS, CHAR (arrays of one)
         "chars_more",
@@ -70,11 +71,7 @@ def word_topic_log_weights(G, S, V, R, chars, out):
     if y >= 0:
         k = S.trie_head[y]
         while k >= 0:
-            i = -1
-            ad = S.tab_adaptor[k]
-            for q in range(K):
-                if R.topic_adaptor[q] == ad:
-                    i = q
+            i = R.adaptor_topic[S.tab_adaptor[k]]
             if i >= 0 and V.lw[k] > -np.inf:
                 m = max(out[i], V.lw[k])
                 out[i] = m + math.log(math.exp(out[i] - m) + math.exp(V.lw[k] - m))

@@ -86,6 +86,7 @@ def topic_rules(compiled: CompiledGrammar) -> TopicRules:
         topic_word=np.array([index[(s, ("WORD",))] for s in topics], np.int64),
         topic_nt=np.array([nt[s] for s in topics], np.int64),
         topic_adaptor=np.array([compiled.adapted.index(s) for s in topics], np.int64),
+        adaptor_topic=np.array([topics.index(s) if s in topics else -1 for s in compiled.adapted], np.int64),
         sent_doc=np.array([index[("SENT", ("DOC",))]], np.int64),
         word_chars=np.array([index[("WORD", ("CHARS",))]], np.int64),
         chars_more=np.array([index[("CHARS", ("CHAR", "CHARS"))]], np.int64),
@@ -134,9 +135,8 @@ class TopicModel:
             return
         if self.b == "auto":
             self.b = max(1.0, AUTO_B_PER_TOKEN * tokens / self.n_topics)
-        truncation = self.online.truncation.get("TOPIC", self.online.default_truncation)
         grammar = topic_grammar(self.n_topics, alphabet, alpha=self.alpha, a=self.a, b=self.b,
-                                truncation=truncation, word_adapted=self.word_adapted)
+                                truncation=self.online.default_truncation, word_adapted=self.word_adapted)
         self._set_compiled(CompiledGrammar(grammar))
 
     def _set_compiled(self, compiled: CompiledGrammar, **learner_state) -> None:
@@ -315,12 +315,12 @@ class TopicModel:
                            history=self.history, progress=self.learner.progress(), trace_tail=self.trace[-1:])
 
     def _members(self) -> Dict[str, bytes]:
-        from ..online_training import learner_arrays
+        from ..online_training import model_arrays
         from ..serialize import npz_bytes
 
         self._require()
         return {"grammar.lt": self.grammar_text().encode("utf8"),
-                "state.npz": npz_bytes(learner_arrays(self.learner), self._meta())}
+                "state.npz": npz_bytes(model_arrays(self.learner.state, self.learner.V), self._meta())}
 
     def save(self, path: PathLike) -> None:
         """A directory: the generated grammar (py-cfg text) and the state (npz with a JSON header)."""
