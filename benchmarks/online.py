@@ -129,28 +129,6 @@ def split_lines(lines: List[str], fraction: float, seed: int):
     return ([l for i, l in enumerate(lines) if i not in out], [l for i, l in enumerate(lines) if i in out])
 
 
-def sentence_gold(corpus) -> List[List[str]]:
-    """Gold words of every parsed sentence (chunk): the utterance's gold words cut at the chunk's ends."""
-    gold: List[Optional[List[str]]] = [None] * len(corpus.sentences)
-    for pieces, words in zip(corpus.pieces, corpus.gold_words):
-        ends, pos = set(), 0
-        for w in words:
-            pos += len(w)
-            ends.add(pos)
-        pos = 0
-        for piece in pieces:
-            n = len(piece.terminals)
-            if not piece.boundary:
-                text, seg, start = "".join(piece.terminals), [], 0
-                for k in range(1, n + 1):
-                    if k == n or pos + k in ends:
-                        seg.append(text[start:k])
-                        start = k
-                gold[piece.sentence] = seg
-            pos += n
-    return gold
-
-
 def parse_truncation(text: Optional[str]) -> Optional[Dict[str, int]]:
     if not text:
         return None
@@ -218,6 +196,7 @@ def run(args) -> Dict:
     import numba
     from spacy_ag.core.chain import SamplerSettings
     from spacy_ag.core.online import OnlineSettings
+    from spacy_ag.cli.train import sentence_gold
     from spacy_ag.corpus import DEFAULT_PUNCTUATION, read_corpus
     from spacy_ag.model import AdaptorGrammar
 
@@ -230,7 +209,7 @@ def run(args) -> Dict:
     corpus = read_corpus(train_lines, gold=True, split_at=split_at, source=args.data)
     test = read_corpus(test_lines, gold=True, split_at=split_at, source=args.data) if test_lines else None
     test_texts = ["".join(words) for words in test.gold_words] if test else []
-    gold = sentence_gold(corpus)
+    gold = sentence_gold(corpus, corpus.gold_words, args.data)
     scorer = Scorer(corpus, DEFAULT_PUNCTUATION if split_at else None)
     log(f"{dataset}: {len(train_lines)} training lines ({len(corpus)} sentences), {len(test_lines)} held out")
 

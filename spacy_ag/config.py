@@ -421,20 +421,26 @@ def _validated(config: Mapping[str, Any], path: Path, schema: Optional[Dict] = N
                                   + ", ".join(keys))
             if isinstance(value, Mapping) and (section, key) not in _TABLE_KEYS:
                 raise ConfigError(f"{_where(path, section, key)} must be a value, not a subsection")
-        done = {}
-        for key, (check, default) in keys.items():
-            if key not in values:
-                if default is _REQUIRED:
-                    raise ConfigError(f"{_where(path, section, key)} is missing; it is required")
-                done[key] = default
-                continue
-            try:
-                done[key] = check(values[key])
-            except _Bad as bad:
-                raise ConfigError(f"{_where(path, section, key)} must be {bad.expected}, "
-                                  f"got {values[key]!r}") from None
-        out[section] = done
+        out[section] = _checked(values, keys, path, section)
     return out
+
+
+def _checked(values: Mapping[str, Any], keys: Dict[str, Tuple[Check, Any]], path: Path, section: str
+             ) -> Dict[str, Any]:
+    """Every key of `keys`: its value checked and converted, or its default (one-line errors)."""
+    done = {}
+    for key, (check, default) in keys.items():
+        if key not in values:
+            if default is _REQUIRED:
+                raise ConfigError(f"{_where(path, section, key)} is missing; it is required")
+            done[key] = default
+            continue
+        try:
+            done[key] = check(values[key])
+        except _Bad as bad:
+            raise ConfigError(f"{_where(path, section, key)} must be {bad.expected}, "
+                              f"got {values[key]!r}") from None
+    return done
 
 
 def _split_at(value: Optional[str]) -> Optional[FrozenSet[str]]:
@@ -659,16 +665,7 @@ def ag_training_settings(config: Mapping[str, Any], path: PathLike):
                               + ", ".join(known))
         if key != "sampler" and isinstance(value, Mapping):
             raise ConfigError(f"{_where(path, 'ag_training', key)} must be a value, not a subsection")
-    values: Dict[str, Any] = {}
-    for key, (check, default) in AG_TRAINING_SCHEMA.items():
-        if key not in section:
-            values[key] = default
-            continue
-        try:
-            values[key] = check(section[key])
-        except _Bad as bad:
-            raise ConfigError(f"{_where(path, 'ag_training', key)} must be {bad.expected}, "
-                              f"got {section[key]!r}") from None
+    values = _checked(section, AG_TRAINING_SCHEMA, path, "ag_training")
     sampler = section.get("sampler") or {}
     if not isinstance(sampler, Mapping):
         raise ConfigError(f"{_where(path, 'ag_training', 'sampler')} must be a section")
