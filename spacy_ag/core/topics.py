@@ -23,9 +23,9 @@ import numpy as np
 from numba import njit, prange
 
 from .expectations import digamma
-from .grammatons import create_entry
+from .grammatons import create_entry, yield_node
 from .rng import uniform
-from .state import RULE, TERM, alloc_node, room_ok, trie_child, trie_insert
+from .state import RULE, TERM, alloc_node, room_ok, trie_child
 from .variational import seeded_rng
 
 TopicRules = namedtuple(
@@ -103,6 +103,16 @@ def _responsibilities(gamma, logp, phi):
 
 
 @njit(cache=True)
+def document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1):
+    """log P_i(w) of the tokens t0..t1 of a document (one row each), and each token's yield node."""
+    logp = np.empty((t1 - t0, R.topic_nt.shape[0]))
+    ys = np.empty(t1 - t0, np.int64)
+    for t in range(t0, t1):
+        ys[t - t0] = word_topic_log_weights(G, S, V, R, chars[tok_ptr[t]:tok_ptr[t + 1]], logp[t - t0])
+    return logp, ys
+
+
+@njit(cache=True)
 def document_topics(alpha, logp, iterations, gamma, phi):
     """Local mean-field for one document: gamma = alpha + sum_t phi_t with
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
@@ -134,12 +144,9 @@ def document_topics(alpha, logp, iterations, gamma, phi):
 def infer_documents(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
     """Topic proportions (gammas), token responsibilities (phis, one row per token) and
     log likelihoods of documents, with the grammatons fixed; documents run in parallel."""
-    K = R.topic_nt.shape[0]
     for d in prange(doc_ptr.shape[0] - 1):
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
-        logp = np.empty((t1 - t0, K))
-        for t in range(t0, t1):
-            word_topic_log_weights(G, S, V, R, chars[tok_ptr[t]:tok_ptr[t + 1]], logp[t - t0])
+        logp, _ = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
         logliks[d] = document_topics(alpha, logp, iterations, gammas[d], phis[t0:t1])
 
 
@@ -189,10 +196,7 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
         if not room_ok(S, nodes, tables, n_chars + 1):
             need[0], need[1], need[2] = nodes, tables, n_chars + 1
             return pos
-        logp = np.empty((t1 - t0, K))
-        ys = np.empty(t1 - t0, np.int64)
-        for t in range(t0, t1):
-            ys[t - t0] = word_topic_log_weights(G, S, V, R, chars[tok_ptr[t]:tok_ptr[t + 1]], logp[t - t0])
+        logp, ys = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
         phi = np.empty((t1 - t0, K))
         result[0] += document_topics(alpha, logp, iterations, gamma, phi)
         result[1] += t1 - t0
@@ -231,9 +235,7 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
                     for p in range(n):
                         V.g_batch[R.char_rule[word[p]]] += w
                     if y < 0:
-                        y = 0
-                        for p in range(n):
-                            y = trie_insert(S, y, word[p], G.n_term)
+                        y = yield_node(S, word, 0, n, G.n_term)
                         ys[t - t0] = y
                     k = S.trie_head[y]  # the word's derivation is unique: same topic, same entry
                     while k >= 0 and S.tab_adaptor[k] != R.topic_adaptor[i]:
