@@ -101,7 +101,6 @@ class AGTopics(Pipe):
         return [self._word(t) for t in doc if self._modelled(t)]
 
     def _new_model(self):
-        from ..core.online import OnlineSettings  # noqa: F401  (engine imported on first use)
         from ..topics import TopicModel, default_topic_settings
 
         c = self.cfg
