@@ -16,7 +16,9 @@ import json
 import statistics
 from pathlib import Path
 
-# py-cfg alone on br-phono.txt, one chain, Johnson & Goldwater's settings (measured on this machine)
+# py-cfg alone on br-phono.txt, one chain, Johnson & Goldwater's settings (measured on this machine),
+# with b ~ Gamma(shape 0.1, scale 10)
+REFERENCE_B_PRIOR = {"shape": 0.1, "scale": 10.0}
 REFERENCE = {
     "unigram": {"seconds_per_sweep": 0.61, "peak_rss_mb": 36.0, "max_seconds_per_sweep": 0.30,
                 "token_f": {20: 0.509, 100: 0.528, 300: 0.534, 1400: 0.540}},
@@ -43,6 +45,8 @@ def compare(grammar: str, runs: list) -> dict:
     return {
         "grammar": grammar,
         "seeds": [r["seed"] for r in runs],
+        # runs written before the prior became an option used the reference's
+        "b_prior": runs[0].get("b_prior", REFERENCE_B_PRIOR),
         "checkpoints": checkpoints,
         "seconds_per_sweep": {"ours": seconds, "py_cfg": ref["seconds_per_sweep"],
                               "target": ref["max_seconds_per_sweep"],
@@ -63,7 +67,12 @@ def main() -> None:
     runs = [json.loads(Path(f).read_text(encoding="utf8")) for f in args.results]
     if len({r["seed"] for r in runs}) != len(runs):
         p.error("two result files have the same seed; give one file per seed")
+    if len({json.dumps(r.get("b_prior", REFERENCE_B_PRIOR), sort_keys=True) for r in runs}) > 1:
+        p.error("the result files use different priors on b; compare one setting at a time")
     out = compare(args.grammar, runs)
+    if out["b_prior"] != REFERENCE_B_PRIOR:
+        print(f"note: b ~ Gamma(shape {out['b_prior']['shape']}, scale {out['b_prior']['scale']}), "
+              "not the reference's shape 0.1, scale 10")
     for it, c in out["checkpoints"].items():
         seeds = " / ".join(f"{v:.4f}" for v in c["per_seed"])
         print(f"{it:>5} sweeps  token F {c['mean_token_f']:.4f} ({seeds})  py-cfg {c['reference']:.3f}"

@@ -67,6 +67,10 @@ def main() -> None:
     p.add_argument("--burn-in", type=int, default=None, help="default: half the iterations")
     p.add_argument("--sample-every", type=int, default=10)
     p.add_argument("--init", default="batch", choices=["batch", "incremental"])
+    # py-cfg's -g 10 -h 0.1 is shape 0.1, scale 10 (ALGORITHMS.md 3.13); the other reading of
+    # J&G09's "Gamma(10, 0.1)" is --gamma-shape 10 --gamma-scale 0.1
+    p.add_argument("--gamma-shape", type=float, default=0.1, help="Gamma prior on b: shape")
+    p.add_argument("--gamma-scale", type=float, default=10.0, help="Gamma prior on b: scale")
     p.add_argument("--json", required=True)
     args = p.parse_args()
 
@@ -87,7 +91,8 @@ def main() -> None:
     training = TrainingSettings(iterations=args.iterations, burn_in=args.burn_in,
                                 sample_every=args.sample_every)
     kept = [it for it in range(1, args.iterations + 1) if training.keeps_sample(it)]
-    model = AdaptorGrammar(grammar, sampler=SamplerSettings(init=args.init), **GRAMMAR_OPTIONS)
+    sampler = SamplerSettings(init=args.init, gamma_shape=args.gamma_shape, gamma_scale=args.gamma_scale)
+    model = AdaptorGrammar(grammar, sampler=sampler, **GRAMMAR_OPTIONS)
     lines = []
     started = time.perf_counter()
     model.fit(corpus, iterations=args.iterations, chains=args.chains, seed=args.seed,
@@ -115,6 +120,7 @@ def main() -> None:
     out = {
         "data": args.data, "grammar": str(grammar), "iterations": args.iterations,
         "chains": args.chains, "seed": args.seed, "init": args.init,
+        "b_prior": {"shape": args.gamma_shape, "scale": args.gamma_scale},
         "seconds_per_sweep": statistics.median(l["seconds"] for l in lines),
         "compile_seconds": compile_seconds,
         "wall_seconds": wall,
