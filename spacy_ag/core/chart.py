@@ -33,7 +33,11 @@ def span_yields(S, words, n, n_term, ynode):
 
 @njit(cache=True, inline="always")
 def log_cache_weight(S, k, inv_temp, tab_lw):
-    """Log weight of reusing table k: given in tab_lw (variational), else the tempered PY weight."""
+    """Log weight of reusing table k: given in tab_lw (variational), else the tempered PY weight.
+
+    The innermost loops of `inside_weighted` and `_choose` spell this out instead of calling
+    it: there, a call taking the state made MCMC sweeps two to three times slower.
+    """
     if tab_lw.shape[0] > 0:
         return tab_lw[k]
     return inv_temp * math.log(table_weight(S, k))
@@ -54,6 +58,7 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
     cache = np.zeros(n_ad)
+    given = tab_lw.shape[0] > 0
     span_yields(S, words, n, G.n_term, ynode)
     for length in range(1, n + 1):
         for i in range(0, n - length + 1):
@@ -99,7 +104,10 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                 while k >= 0:
                     ad = S.tab_adaptor[k]
                     if ad != skip_ad:
-                        cache[ad] += math.exp(log_cache_weight(S, k, inv_temp, tab_lw))
+                        if given:
+                            cache[ad] += math.exp(tab_lw[k])
+                        else:
+                            cache[ad] += math.exp(inv_temp * math.log(table_weight(S, k)))
                     k = S.tab_next[k]
                 cmax = cache.max()
                 if cmax > 0.0:
@@ -133,7 +141,7 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     return math.log(v) + scale[0, n]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
     """Draw how item (X, i, j) is built: (choice, index, split) with choice 0 = table
     `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`."""
@@ -147,7 +155,10 @@ def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, 
             k = S.trie_head[y]
             while k >= 0:
                 if S.tab_adaptor[k] == ad:
-                    w = math.exp(log_cache_weight(S, k, inv_temp, tab_lw) - sc)
+                    if tab_lw.shape[0] > 0:
+                        w = math.exp(tab_lw[k] - sc)
+                    else:
+                        w = math.exp(inv_temp * math.log(table_weight(S, k)) - sc)
                     if w > 0.0:
                         last_choice, last_q = 0, k
                         u -= w
@@ -202,7 +213,7 @@ def _chosen_rule(G, choice, q):
     return G.bin_rule[q]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
     """Children of a chosen chart rule as buf[:nb] = (symbol, start, end), rightmost first.
 
