@@ -19,8 +19,9 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .analyses import free_tree
 from .state import (
-    OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, alloc_table, free_node, free_table, link_table, push_children,
+    OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, alloc_table, free_table, link_table, push_children,
     trie_insert, unlink_table,
 )
 
@@ -105,19 +106,6 @@ def count_label(G, S, label, sign, stack):
 
 
 @njit(cache=True)
-def free_derivation(S, root, stack):
-    """Return a tree's nodes to the pool; TABLE nodes are references, their tables stay."""
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        x = stack[top]
-        if S.node_kind[x] == RULE:
-            top = push_children(S, x, stack, top)
-        free_node(S, x)
-
-
-@njit(cache=True)
 def same_derivation(S, x, y, stack):
     """Equal trees, with TABLE nodes equal when they reference the same entry."""
     stack[0] = x
@@ -184,7 +172,7 @@ def remove_entry(G, S, V, k, stack):
     """Drop an unreferenced entry: its productions leave N_rule and U, its nodes the pool."""
     label = S.tab_label[k]
     count_label(G, S, label, -1, stack)
-    free_derivation(S, label, stack)
+    free_tree(S, label, stack)
     unlink_table(S, k)
     V.ft[k] = 0.0
     V.f_batch[k] = 0.0
@@ -249,7 +237,7 @@ def adopt_subtree(G, S, V, X, label, y, stack):
     ad = G.sym_adaptor[X]
     k = find_entry(S, ad, y, label, -1, stack)
     if k >= 0:
-        free_derivation(S, label, stack)
+        free_tree(S, label, stack)
         return k
     return create_entry(G, S, V, ad, y, label, stack)
 

@@ -13,10 +13,11 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .analyses import free_tree
 from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, sample_records
 from .expectations import expected_log_theta, stick_expectations
 from .grammatons import (
-    NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, find_entry, free_derivation, merge_entries,
+    NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, find_entry, merge_entries,
     new_table_node, remove_entry, same_derivation, yield_node,
 )
 from .state import (
@@ -145,7 +146,7 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
         r = rec_ptr[pos]
         for s in range(n_samples):
             root = materialize(G, S, V, rec, r, r + samp_len[pos, s], w, weight, stack, built)
-            free_derivation(S, root, stack)
+            free_tree(S, root, stack)
             r += samp_len[pos, s]
         pos += 1
     return pos
@@ -274,12 +275,12 @@ def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats, need):
         new = materialize(G, S, V, rec, 0, count, terms, 0.0, stack, built)
         old = S.tab_label[k]
         if same_derivation(S, new, old, stack):
-            free_derivation(S, new, stack)
+            free_tree(S, new, stack)
             pos += 1
             continue
         stats[0] += 1
         count_label(G, S, old, -1, stack)
-        free_derivation(S, old, stack)
+        free_tree(S, old, stack)
         S.tab_label[k] = new
         count_label(G, S, new, 1, stack)
         other = find_entry(S, ad, S.tab_yield[k], new, k, stack)
@@ -305,7 +306,7 @@ def sentence_statistics_from_analyses(G, S, V, stack):
         root = S.sent_root[d]
         if root >= 0:
             count_productions(G, S, root, -1, stack, V.ft, V.gt)
-            free_derivation(S, root, stack)
+            free_tree(S, root, stack)
             S.sent_root[d] = -1
 
 
