@@ -29,6 +29,18 @@ def core():
     return sys.modules[__name__]
 
 
+def assert_one_error_line(result, *fragments):
+    """A CLI failure: exit code 1, one `✘` line on stderr naming every fragment, no traceback."""
+    assert result.exit_code == 1, (result.exit_code, result.output)
+    err = result.stderr.strip().splitlines()
+    assert len(err) == 1, result.stderr
+    assert err[0].startswith("✘ "), err[0]
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+    return err[0]
+
+
 # ---------------------------------------------------------------------------
 # grammars
 

@@ -19,6 +19,7 @@ from spacy_ag.cli import app
 from spacy_ag.config import SCHEMA, ConfigError, build_model, load_training_config, parse_overrides
 from spacy_ag.grammar import Grammar, expand_corpus_class, read_grammar, validate
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold, write_raw
+from conftest import assert_one_error_line
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -40,17 +41,6 @@ def runner():
 
 def run(runner, *args, **kwargs):
     return runner.invoke(app, [str(a) for a in args], **kwargs)
-
-
-def assert_one_error_line(result, *fragments):
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    err = result.stderr.strip().splitlines()
-    assert len(err) == 1, result.stderr
-    assert err[0].startswith("✘ "), err[0]
-    assert "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in err[0], (fragment, err[0])
-    return err[0]
 
 
 @pytest.fixture()

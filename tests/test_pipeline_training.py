@@ -25,6 +25,7 @@ from spacy_ag.components.fitting import FitObserver, FitSettings, current_observ
 from spacy_ag.config import ConfigError, ag_training_settings, is_pipeline_config, load_pipeline_config
 from spacy_ag.pipeline_training import evaluate_pipeline, init_config_text, train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold
+from conftest import assert_one_error_line
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -35,14 +36,6 @@ SCORE_KEYS = ("token_p", "token_r", "token_f", "boundary_p", "boundary_r", "boun
 
 def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def assert_one_error_line(result, *fragments):
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    err = result.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("✘ "), result.stderr
-    for fragment in fragments:
-        assert fragment in err[0], (fragment, err[0])
 
 
 @pytest.fixture(scope="module")

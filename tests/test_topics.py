@@ -26,6 +26,7 @@ from spacy_ag.online_training import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
 from spacy_ag.topics.coherence import read_documents
 from spacy_ag.topics.model import topic_rules
+from conftest import assert_one_error_line
 
 ALPHABET = "abcdefghijkl"
 K = 3
@@ -413,16 +414,6 @@ def test_nlp_update_lowers_the_loss(corpus):
 
 def run(runner, *args):
     return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_one_error_line(result, *fragments):
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    err = result.stderr.strip().splitlines()
-    assert len(err) == 1, result.stderr
-    assert err[0].startswith("✘ "), err[0]
-    assert "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in err[0], (fragment, err[0])
 
 
 TOPIC_CONFIG = """\
