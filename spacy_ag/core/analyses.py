@@ -45,15 +45,16 @@ def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
     which table-label resampling treats as unadapted.
     """
     n_ad = S.ad_m.shape[0]
-    loglam = np.zeros(n_ad)
+    lam = np.empty(n_ad)
     for ad in range(n_ad):
-        loglam[ad] = log_new_table(S, ad)
+        lam[ad] = (S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad])
     for r in range(rho.shape[0]):
-        lw = math.log(theta_hat(G, S, r, collapsed))
+        w = theta_hat(G, S, r, collapsed)
         ad = G.sym_adaptor[G.rule_parent[r]]
         if ad >= 0 and ad != skip_ad:
-            lw += loglam[ad]
-        rho[r] = math.exp(lw * inv_temp)
+            w *= lam[ad]
+        # called once per sentence: no log and exp unless tempered
+        rho[r] = w if inv_temp == 1.0 else w ** inv_temp
 
 
 @njit(cache=True)

@@ -1,10 +1,11 @@
 """Inside chart, top-down sampling and Viterbi parsing (ALGORITHMS.md 3.5, 3.6).
 
 The inside chart is linear with one log scale per cell: every cell is divided
-by its largest entry and that entry's log is kept in `scale`, so sentences of
-hundreds of characters never underflow while the inner loops stay
-multiply-add. Cache options (one per open table whose yield is the span's
-string) are looked up through the yield trie.
+by the power of two just above its largest entry and that power's log is kept
+in `scale`, so sentences of hundreds of characters never underflow while the
+inner loops stay multiply-add, and combining two cells takes a table lookup
+instead of an exp. Cache options (one per open table whose yield is the
+span's string) are looked up through the yield trie.
 """
 import math
 
@@ -17,6 +18,31 @@ from .state import RULE, TABLE, TERM, alloc_node, trie_child, trie_insert
 from .analyses import table_weight
 
 NEG_INF = -np.inf
+LN2 = math.log(2.0)
+INV_LN2 = 1.0 / LN2
+EMPTY = -(1 << 62)
+# 2**-d for the split factors of the inside pass; past the end the factor is 0
+POW2_NEG = np.ldexp(1.0, -np.arange(1100))
+
+
+@njit(cache=True, inline="always")
+def _exponent_sum(left, right):
+    """The integer k with left + right = k ln 2, or EMPTY if either side is empty.
+
+    Inside scales are whole multiples of ln 2, so combining two cells needs a
+    table lookup instead of an exp.
+    """
+    if left == NEG_INF or right == NEG_INF:
+        return EMPTY
+    return np.int64(math.floor((left + right) * INV_LN2 + 0.5))
+
+
+@njit(cache=True, inline="always")
+def _pow2(k):
+    """2**k, from the table when k <= 0."""
+    if k <= 0:
+        return POW2_NEG[-k] if -k < POW2_NEG.shape[0] else 0.0
+    return math.ldexp(1.0, k)
 
 
 @njit(cache=True)
@@ -58,32 +84,36 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
     cache = np.zeros(n_ad)
+    n_tables = np.zeros(n_ad, np.int64)
     given = tab_lw.shape[0] > 0
+    k_split = np.empty(n + 1, np.int64)
     span_yields(S, words, n, G.n_term, ynode)
     for length in range(1, n + 1):
         for i in range(0, n - length + 1):
             j = i + length
             cell = chart[i, j]
             cell[:] = 0.0
-            cs = NEG_INF
+            # the cell holds its values divided by 2**kc; EMPTY: nothing derives this span
+            kc = EMPTY
             if length == 1:
                 t = words[i]
                 if t >= 0:
                     for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
                         r = G.lex_rule[q]
                         cell[G.lex_parent[q]] += 1.0 if r < 0 else rho[r]
-                    cs = 0.0
+                    kc = 0
             else:
                 for s in range(i + 1, j):
-                    c = scale[i, s] + scale[s, j]
-                    if c > cs:
-                        cs = c
-                if cs > NEG_INF:
+                    k = _exponent_sum(scale[i, s], scale[s, j])
+                    k_split[s] = k
+                    if k > kc:
+                        kc = k
+                if kc > EMPTY:
                     for s in range(i + 1, j):
-                        c = scale[i, s] + scale[s, j]
-                        if c == NEG_INF:
+                        d = kc - k_split[s]
+                        if d >= POW2_NEG.shape[0]:
                             continue
-                        fct = math.exp(c - cs)
+                        fct = POW2_NEG[d]
                         left = chart[i, s]
                         right = chart[s, j]
                         for q in range(n_bin):
@@ -101,25 +131,40 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
             if y >= 0 and S.trie_head[y] >= 0:
                 cache[:] = 0.0
                 k = S.trie_head[y]
-                while k >= 0:
-                    ad = S.tab_adaptor[k]
-                    if ad != skip_ad:
-                        if given:
-                            cache[ad] += math.exp(tab_lw[k])
+                if given or inv_temp != 1.0:
+                    while k >= 0:
+                        ad = S.tab_adaptor[k]
+                        if ad != skip_ad:
+                            if given:
+                                cache[ad] += math.exp(tab_lw[k])
+                            else:
+                                cache[ad] += table_weight(S, k) ** inv_temp
+                        k = S.tab_next[k]
+                else:
+                    # sum_k (n_k - a) / (n + b) over the span's tables, one division per adaptor
+                    n_tables[:] = 0
+                    while k >= 0:
+                        ad = S.tab_adaptor[k]
+                        cache[ad] += S.tab_count[k]
+                        n_tables[ad] += 1
+                        k = S.tab_next[k]
+                    for ad in range(n_ad):
+                        if n_tables[ad] > 0 and ad != skip_ad:
+                            cache[ad] = ((cache[ad] - n_tables[ad] * S.ad_a[ad])
+                                         / (S.ad_n[ad] + S.ad_b[ad]))
                         else:
-                            cache[ad] += math.exp(inv_temp * math.log(table_weight(S, k)))
-                    k = S.tab_next[k]
+                            cache[ad] = 0.0
                 cmax = cache.max()
                 if cmax > 0.0:
                     bmax = cell.max()
-                    lb = cs + math.log(bmax) if bmax > 0.0 else NEG_INF
-                    ns = max(lb, math.log(cmax))
+                    kn = math.frexp(cmax)[1]
                     if bmax > 0.0:
-                        cell *= math.exp(cs - ns)
+                        kn = max(kn, kc + math.frexp(bmax)[1])
+                        cell *= math.ldexp(1.0, kc - kn)
                     for ad in range(n_ad):
                         if cache[ad] > 0.0:
-                            cell[G.adaptor_nt[ad]] += cache[ad] * math.exp(-ns)
-                    cs = ns
+                            cell[G.adaptor_nt[ad]] += math.ldexp(cache[ad], -kn)
+                    kc = kn
             # unary closure, children first
             for q in range(G.un_parent.shape[0]):
                 v = cell[G.un_child[q]]
@@ -129,9 +174,10 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
             for x in range(n_sym):
                 if cell[x] > m:
                     m = cell[x]
-            if m > 0.0 and cs > NEG_INF:
-                cell /= m
-                scale[i, j] = cs + math.log(m)
+            if m > 0.0 and kc > EMPTY:
+                e = math.frexp(m)[1]
+                cell *= math.ldexp(1.0, -e)
+                scale[i, j] = (kc + e) * LN2
             else:
                 cell[:] = 0.0
                 scale[i, j] = NEG_INF
@@ -152,11 +198,17 @@ def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, 
     if cache_on:
         y = ynode[i, j]
         if y >= 0:
+            # untempered MCMC weights without a log and exp per table, unless exp(-sc) overflows
+            fast = tab_lw.shape[0] == 0 and inv_temp == 1.0 and sc > -700.0
+            a = S.ad_a[ad]
+            per_customer = math.exp(-sc) / (S.ad_n[ad] + S.ad_b[ad]) if fast else 0.0
             k = S.trie_head[y]
             while k >= 0:
                 if S.tab_adaptor[k] == ad:
                     if tab_lw.shape[0] > 0:
                         w = math.exp(tab_lw[k] - sc)
+                    elif fast:
+                        w = (S.tab_count[k] - a) * per_customer
                     else:
                         w = math.exp(inv_temp * math.log(table_weight(S, k)) - sc)
                     if w > 0.0:
@@ -185,6 +237,7 @@ def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, 
                 u -= w
                 if u <= 0.0:
                     return 2, q, -1
+    kc = _exponent_sum(sc, 0.0)
     for q in range(G.bin_ptr[X], G.bin_ptr[X + 1]):
         r = G.bin_rule[q]
         rw = 1.0 if r < 0 else rho[r]
@@ -195,7 +248,7 @@ def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, 
             rv = chart[s, j, R]
             if lv == 0.0 or rv == 0.0:
                 continue
-            w = rw * lv * rv * math.exp(scale[i, s] + scale[s, j] - sc)
+            w = rw * lv * rv * _pow2(_exponent_sum(scale[i, s], scale[s, j]) - kc)
             last_choice, last_q, last_s = 3, q, s
             u -= w
             if u <= 0.0:
@@ -242,6 +295,7 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
         L2 = G.bin_left[q2]
         R2 = G.bin_right[q2]
         u2 = uniform(rng) * chart[i, end, cur]
+        k_end = _exponent_sum(scale[i, end], 0.0)
         s2 = -1
         last2 = -1
         for s3 in range(i + 1, end):
@@ -250,7 +304,7 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
             if lv == 0.0 or rv == 0.0:
                 continue
             last2 = s3
-            u2 -= lv * rv * math.exp(scale[i, s3] + scale[s3, end] - scale[i, end])
+            u2 -= lv * rv * _pow2(_exponent_sum(scale[i, s3], scale[s3, end]) - k_end)
             if u2 <= 0.0:
                 s2 = s3
                 break
