@@ -151,7 +151,6 @@ class AdaptorGrammar:
             raise
         self.state = state_from_arrays(results[0].state_arrays, "chain 0")
         self.variational = None
-        self.chain_states = [state_from_arrays(r.state_arrays, f"chain {r.chain_index}") for r in results]
         self.trace = [line for r in results for line in r.trace]
         self.marginals = MarginalCounts(len(corpus))
         for r in results:
