@@ -1,5 +1,6 @@
 """The inference core: compiled grammar arrays, sampler state and numba kernels."""
 import hashlib
+import os
 from pathlib import Path
 
 
@@ -26,7 +27,9 @@ def clear_stale_kernel_cache(folder: Path) -> bool:
         for cached in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
             cached.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
-        stamp.write_text(digest.hexdigest())
+        partial = cache / f"{stamp.name}.{os.getpid()}"  # processes importing at once see a whole stamp
+        partial.write_text(digest.hexdigest())
+        os.replace(partial, stamp)
     except OSError:  # a read-only install: numba keeps its cache elsewhere, rebuilt on reinstall
         pass
     return True
