@@ -26,6 +26,7 @@ import pytest
 
 from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.compiled import CompiledGrammar
+from spacy_ag.training import words_from_key
 
 # no utterance repeats a substring, so no table can be shared inside one utterance
 CORPUS = ["ab", "ab", "ba"]
@@ -135,16 +136,6 @@ def exact_posterior(grammar, corpus, share_within_sentence=True):
     return {key: v / z for key, v in mass.items()}
 
 
-def _pieces(text, marks):
-    """Cut text where marks (one slot per character plus the end) are set."""
-    out, start = [], 0
-    for i in range(1, len(text) + 1):
-        if marks[i]:
-            out.append(text[start:i])
-            start = i
-    return tuple(out)
-
-
 def chain_frequencies(grammar, corpus, steps, seed=11, **settings):
     """How often a chain (one sweep plus label resampling per step) visits each segmentation."""
     C = CompiledGrammar(grammar)
@@ -160,9 +151,8 @@ def chain_frequencies(grammar, corpus, steps, seed=11, **settings):
         # a grammar without Colloc has an empty Colloc segmentation, as in exact_posterior
         keys = [tuple(() for _ in corpus)] * (2 - len(symbols))
         for sym in symbols:
-            marks = chain.boundary_marks(sym)
-            keys.append(tuple(_pieces(text, marks[ptr[d] + d: ptr[d + 1] + d + 1])
-                              for d, text in enumerate(corpus)))
+            keys.append(tuple(tuple(words_from_key(text, key))
+                              for text, key in zip(corpus, chain.segmentation_keys(sym))))
         visits[tuple(keys)] += 1
     return {key: count / steps for key, count in visits.items()}
 

@@ -25,9 +25,14 @@ def theta_hat(G, S, r, collapsed):
 
 
 @njit(cache=True)
+def new_table_weight(S, ad):
+    """lambda_A: the probability of opening a new table."""
+    return (S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad])
+
+
+@njit(cache=True)
 def log_new_table(S, ad):
-    """log lambda_A: the probability of opening a new table."""
-    return math.log((S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad]))
+    return math.log(new_table_weight(S, ad))
 
 
 @njit(cache=True)
@@ -47,7 +52,7 @@ def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
     n_ad = S.ad_m.shape[0]
     lam = np.empty(n_ad)
     for ad in range(n_ad):
-        lam[ad] = (S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad])
+        lam[ad] = new_table_weight(S, ad)
     for r in range(rho.shape[0]):
         w = theta_hat(G, S, r, collapsed)
         ad = G.sym_adaptor[G.rule_parent[r]]

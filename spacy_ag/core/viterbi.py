@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .analyses import table_weight
+from .analyses import log_new_table, table_weight, theta_hat
 from .chart import span_yields
 from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO
 from .segmentation import mark_words
@@ -194,15 +194,10 @@ def _push(tasks, n_tasks, sym, i, j, parent):
 def log_rho(G, S, lrho, collapsed):
     """log theta' of every rule under the full trained state."""
     for r in range(lrho.shape[0]):
-        A = G.rule_parent[r]
-        if collapsed:
-            th = (S.f[r] + G.rule_alpha[r]) / (S.fA[A] + G.nt_alpha_sum[A])
-        else:
-            th = G.rule_theta[r]
-        lw = math.log(th)
-        ad = G.sym_adaptor[A]
+        lw = math.log(theta_hat(G, S, r, collapsed))
+        ad = G.sym_adaptor[G.rule_parent[r]]
         if ad >= 0:
-            lw += math.log((S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad]))
+            lw += log_new_table(S, ad)
         lrho[r] = lw
 
 
