@@ -19,7 +19,7 @@ What it does (issue 6, item 4):
    the words (``--iterations``, ``--chains``, ``--seed``; hyperparameters
    sampled only with ``--sample-hyper``). The gold words are training
    words, so they are decoded as the papers decode their training data: by
-   maximum marginal over the samples kept after burn-in (ALGORITHMS.md
+   maximum marginal over the samples kept after burn-in (docs/algorithms.md
    3.15, every 10th iteration of the second half), at the grammar's morph
    nonterminal (``Morph`` of the submorph grammar). Grammars with several
    morph nonterminals (Prefix/Stem/Suffix) have no single segmentation

@@ -44,7 +44,7 @@ Measured (``final`` and each point of ``curve``):
   warm-up fit (``warmup_seconds``) runs first in the same process.
 * ``peak_rss_mb``: peak resident memory of the process so far (warm-up
   included).
-* ``heldout_loglik``: ALGORITHMS.md 4.15 on the held-out lines
+* ``heldout_loglik``: docs/algorithms.md 4.15 on the held-out lines
   (``AdaptorGrammar.heldout_loglik``). vb/online: at the final point and at
   every ``--heldout-every``-th curve point (default: about 5 points in all),
   null elsewhere. mcmc: final point only (the chain's state is not visible

@@ -67,7 +67,7 @@ def main() -> None:
     p.add_argument("--burn-in", type=int, default=None, help="default: half the iterations")
     p.add_argument("--sample-every", type=int, default=10)
     p.add_argument("--init", default="batch", choices=["batch", "incremental"])
-    # py-cfg's -g 10 -h 0.1 is shape 0.1, scale 10 (ALGORITHMS.md 3.13); the other reading of
+    # py-cfg's -g 10 -h 0.1 is shape 0.1, scale 10 (docs/algorithms.md 3.13); the other reading of
     # J&G09's "Gamma(10, 0.1)" is --gamma-shape 10 --gamma-scale 0.1
     p.add_argument("--gamma-shape", type=float, default=0.1, help="Gamma prior on b: shape")
     p.add_argument("--gamma-scale", type=float, default=10.0, help="Gamma prior on b: scale")

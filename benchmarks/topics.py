@@ -36,7 +36,7 @@ Measured per system, after every pass (``curve``) and at the end (top-level
 keys, the last pass):
 
 * ``pmi``, ``npmi``: coherence of every topic's top ``--top`` (10) words
-  (ALGORITHMS.md 5.4, ``spacy_ag.topics.coherence``: sliding windows of 10
+  (docs/algorithms.md 5.4, ``spacy_ag.topics.coherence``: sliding windows of 10
   tokens, add-one smoothed pair counts), computed by the same function for
   all systems with the held-out documents as reference corpus (recorded in
   ``settings.coherence``).

@@ -1,4 +1,4 @@
-"""Reading training text into sentences of terminals (ALGORITHMS.md §1.7.3).
+"""Reading training text into sentences of terminals (docs/algorithms.md §1.7.3).
 
 Two input modes exist because the two reference programs disagree on what a
 terminal is: py-cfg reads whitespace-separated tokens (``mode="tokens"``),

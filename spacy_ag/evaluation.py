@@ -1,4 +1,4 @@
-"""Word-segmentation scores exactly as ALGORITHMS.md §5.2 defines them.
+"""Word-segmentation scores exactly as docs/algorithms.md §5.2 defines them.
 
 All scores are micro-averaged (counts summed over utterances, then divided)
 and F = 2PR/(P+R) with 0/0 = 0, so a run's numbers are comparable with the

@@ -5,20 +5,18 @@ compiled kernels -> a trained state, which parses and segments new text.
 """
 from __future__ import annotations
 
-import io
 import itertools
 import os
-import zipfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .core.chain import SamplerSettings, UnparseableSentence, pack_corpus
+from .core.chain import UnparseableSentence, pack_corpus
 from .core.compiled import CompiledGrammar
 from .core.grammatons import Variational, new_variational
-from .core.online import OnlineLearner, OnlineSettings
+from .core.online import OnlineLearner
 from .core.state import OPEN, TAB_HWM, State
 from .core.viterbi import (
     ITEM_TABLE, ITEM_TERM, log_rho, log_table_weights, segment_batch, viterbi_chart, viterbi_items,
@@ -30,10 +28,10 @@ from .grammar import (
     write_pycfg,
 )
 from .grammar.checks import uncovered_error
-from .serialize import (
-    ModelFileError, meta_header, npz_bytes, read_npz, read_npz_bytes, state_from_arrays,
-    write_npz_atomic, zip_bytes,
-)
+from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
+from .errors import Errors, ModelFileError
+from .serialize import state_from_arrays
+from .settings import OnlineSettings, SamplerSettings
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
     default_workers, run_chains, words_from_key,
@@ -44,6 +42,7 @@ from .online_training import (
 from .tree import Tree
 
 INFERENCE_MODES = ("mcmc", "vb", "online")
+ARCHIVE_KIND = "model"
 PathLike = Union[str, os.PathLike]
 
 
@@ -308,7 +307,7 @@ class AdaptorGrammar:
         return pack_corpus(self.compiled, batch)
 
     def heldout_loglik(self, texts: Iterable) -> Dict[str, float]:
-        """Held-out log likelihood (ALGORITHMS.md 4.15): per text, the best log weight under the
+        """Held-out log likelihood (docs/algorithms.md 4.15): per text, the best log weight under the
         final G' among the trees drawn from it, summed. For an MCMC state G' is that of 3.3
         (table weights and collapsed rule probabilities), so all modes compare."""
         self._require_state()
@@ -532,78 +531,56 @@ class AdaptorGrammar:
 
     # ------------------------------------------------------------------ saving
     def save(self, path: PathLike) -> None:
-        """A directory: the expanded grammar (py-cfg text) and the state (npz with a JSON header)."""
+        """Write the model archive (`spacy_ag.archive`): the expanded grammar, the state and a header."""
         self._require_state()
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        grammar_text = write_pycfg(self.grammar, include_options=True)
-        (path / "grammar.lt").write_text(grammar_text, encoding="utf8")
-        write_npz_atomic(path / "state.npz", self._arrays(), self._meta())
+        write_archive(path, ARCHIVE_KIND, self._grammar_text(), self._arrays(), self._meta())
+
+    def to_bytes(self) -> bytes:
+        """The model archive as bytes, equal bytes for equal models. No pickle."""
+        self._require_state()
+        return archive_bytes(ARCHIVE_KIND, self._grammar_text(), self._arrays(), self._meta())
+
+    def _grammar_text(self) -> str:
+        return write_pycfg(self.grammar, include_options=True)
 
     def _arrays(self) -> Dict[str, np.ndarray]:
         return model_arrays(self.state, self.variational)
 
     def _meta(self) -> Dict:
-        return meta_header("model", segment_category=self.segment_category, mode=self.mode,
-                           split_at=sorted(self.split_at) if self.split_at else None,
-                           start=self.grammar.start, sampler=asdict(self.sampler), inference=self.inference,
-                           online=self.online.to_dict(), progress=self.progress,
-                           trace_tail=self.trace[-1:] if self.trace else [])
-
-    def to_bytes(self) -> bytes:
-        """The model as bytes: the same content as `save` (py-cfg grammar text and an
-        npz state with a JSON header) in one zip archive, written deterministically
-        (fixed timestamps, sorted members) so equal models give equal bytes. No pickle."""
-        self._require_state()
-        members = {"grammar.lt": write_pycfg(self.grammar, include_options=True).encode("utf8"),
-                   "state.npz": npz_bytes(self._arrays(), self._meta())}
-        return zip_bytes(members)
+        return {"segment_category": self.segment_category, "mode": self.mode,
+                "split_at": sorted(self.split_at) if self.split_at else None, "start": self.grammar.start,
+                "sampler": asdict(self.sampler), "inference": self.inference, "online": self.online.to_dict(),
+                "progress": self.progress, "trace_tail": reproducible(self.trace[-1:])}
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "AdaptorGrammar":
         """Inverse of `to_bytes`; `source` names the data in error messages."""
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                members = {name: zf.read(name) for name in zf.namelist()}
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
-            raise ModelFileError(f"{source}: damaged or not a spacy-ag model ({err})") from None
-        for name in ("grammar.lt", "state.npz"):
-            if name not in members:
-                raise ModelFileError(f"{source}: not a spacy-ag model ({name} missing)")
-        arrays, meta = read_npz_bytes(members["state.npz"], f"{source}/state.npz", "model")
-        return cls._from_parts(members["grammar.lt"].decode("utf8"), f"{source}/grammar.lt", arrays, meta,
-                               f"{source}/state.npz")
+        return cls._from_archive(read_archive_bytes(data, source, ARCHIVE_KIND), source)
 
     @classmethod
-    def _from_parts(cls, grammar_text: str, grammar_source: str, arrays: Dict[str, np.ndarray],
-                    meta: Dict, state_source: str) -> "AdaptorGrammar":
+    def load(cls, path: PathLike) -> "AdaptorGrammar":
+        """The model saved by `save` in the directory `path`."""
+        return cls._from_archive(read_archive(path, ARCHIVE_KIND), str(path))
+
+    @classmethod
+    def _from_archive(cls, archive, source: str) -> "AdaptorGrammar":
+        meta, arrays = archive.header, archive.arrays
         try:
             start, category, mode = meta["start"], meta["segment_category"], meta["mode"]
             sampler = SamplerSettings(**meta["sampler"])
             online = OnlineSettings(**meta.get("online", {}))
         except (KeyError, TypeError) as err:
-            raise ModelFileError(f"{state_source}: incomplete model header ({err!r})") from None
-        grammar = parse_grammar_text(grammar_text, fmt="pycfg", source=grammar_source, start=start)
+            raise ModelFileError(Errors.E065.format(path=source, err=repr(err))) from None
+        grammar_source = f"{source}/grammar.lt"
+        grammar = parse_grammar_text(archive.grammar_text, fmt="pycfg", source=grammar_source, start=start)
         model = cls(grammar, segment_category=category, mode=mode, split_at=meta.get("split_at"),
                     sampler=sampler, inference=meta.get("inference", "mcmc"), online=online)
-        state = state_from_arrays(arrays, state_source)
+        state = state_from_arrays(arrays, source)
         G = model.compiled.arrays
         if state.f.shape[0] != G.rule_parent.shape[0] or state.ad_a.shape[0] != G.adaptor_nt.shape[0]:
-            raise ModelFileError(f"{state_source}: state does not match {grammar_source}")
+            raise ModelFileError(f"{source}: state does not match {grammar_source}")
         model.state = state
-        model.variational = variational_from_arrays(arrays, state_source)
+        model.variational = variational_from_arrays(arrays, source)
         model.progress = meta.get("progress", {})
         model.trace = meta.get("trace_tail", [])
         return model
-
-    @classmethod
-    def load(cls, path: PathLike) -> "AdaptorGrammar":
-        path = Path(path)
-        if not path.is_dir():
-            raise ModelFileError(f"{path}: no such model directory")
-        arrays, meta = read_npz(path / "state.npz", "model")
-        grammar_file = path / "grammar.lt"
-        if not grammar_file.exists():
-            raise ModelFileError(f"{grammar_file}: file not found; the model directory is incomplete")
-        return cls._from_parts(grammar_file.read_text(encoding="utf8"), str(grammar_file), arrays, meta,
-                               str(path / "state.npz"))

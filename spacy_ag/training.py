@@ -19,32 +19,13 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .core.chain import Chain, SamplerSettings
+from .core.chain import Chain
 from .core.compiled import CompiledGrammar
 from .evaluation import segmentation_scores
+from .settings import SamplerSettings, TrainingSettings
 from .serialize import meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
 
 TraceCallback = Callable[[Dict], None]
-
-
-@dataclass
-class TrainingSettings:
-    iterations: int = 2000
-    chains: int = 1
-    seed: int = 0
-    burn_in: Optional[int] = None  # kept samples start after this iteration (default: half)
-    sample_every: int = 10
-    checkpoint_every: int = 50
-    eval_every: int = 0  # score against gold every N iterations (0: never)
-    eval_at: Tuple[int, ...] = ()  # ... and at these iterations
-    workers: int = 0  # processes for chains (0: one per chain, at most the cores)
-
-    def evaluates(self, iteration: int) -> bool:
-        return bool(self.eval_every and iteration % self.eval_every == 0) or iteration in self.eval_at
-
-    def keeps_sample(self, iteration: int) -> bool:
-        burn_in = self.iterations // 2 if self.burn_in is None else self.burn_in
-        return iteration > burn_in and (self.iterations - iteration) % self.sample_every == 0
 
 
 class MarginalCounts:

@@ -1,7 +1,7 @@
 """Shared helpers for the tests of the numba inference core (spacy_ag.core).
 
 Everything here is an *independent* Python re-implementation of the model
-(ALGORITHMS.md 1.2, 3.1-3.3, 3.7): grammars of the spec, a builder that writes
+(docs/algorithms.md 1.2, 3.1-3.3, 3.7): grammars of the spec, a builder that writes
 hand-made analyses into the state's node pool, a reader that turns pool trees
 back into nested tuples, a recount of all counts from the stored analyses, and
 a brute-force enumerator of every G' derivation of a string. Tests reach these
@@ -62,7 +62,7 @@ def _rules(text):
 
 
 def toy_grammar(a=0.0, b=1.0):
-    """ALGORITHMS.md 2.6 (fixed theta: Words -> Word 0.01, Words -> Word Words 0.99)."""
+    """docs/algorithms.md 2.6 (fixed theta: Words -> Word 0.01, Words -> Word Words 0.99)."""
     rules = _rules("""
         Words -> Word [1]
         Words -> Word Words [99]
@@ -77,7 +77,7 @@ def toy_grammar(a=0.0, b=1.0):
 
 
 def unigram_grammar(chars, a=0.0, b=1.0):
-    """ALGORITHMS.md 2.1, [JG09] form."""
+    """docs/algorithms.md 2.1, [JG09] form."""
     rules = _rules("""
         Sentence -> Word
         Sentence -> Word Sentence
@@ -89,7 +89,7 @@ def unigram_grammar(chars, a=0.0, b=1.0):
 
 
 def colloc_grammar(chars, a=0.0, b=1.0, a2=None, b2=None):
-    """ALGORITHMS.md 2.2, [JG09] form (Colloc and Word adapted)."""
+    """docs/algorithms.md 2.2, [JG09] form (Colloc and Word adapted)."""
     rules = _rules("""
         Sentence -> Colloc
         Sentence -> Colloc Sentence

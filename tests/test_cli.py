@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_ag import cli
+from spacy_ag.train import progress
 from spacy_ag.cli import app
 from spacy_ag.config import SCHEMA, ConfigError, build_model, load_training_config, parse_overrides
 from spacy_ag.grammar import Grammar, expand_corpus_class, read_grammar, validate
@@ -284,7 +285,7 @@ def test_train_segment_parse(runner, data, tmp_path):
                  "--paths.gold", data["gold"], "--training.iterations", "6", "--training.eval_every", "3",
                  *eval_at)
     assert result.exit_code == 0, result.output
-    for name in ("model/state.npz", "model/grammar.lt", "trace.jsonl", "segmentation.txt", "scores.json",
+    for name in ("model/arrays.npz", "model/header.json", "model/grammar.lt", "trace.jsonl", "segmentation.txt", "scores.json",
                  "config.cfg", "checkpoints/chain-0.npz"):
         assert (out / name).exists(), name
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text(encoding="utf8").splitlines()]
@@ -330,6 +331,9 @@ def test_train_segment_parse(runner, data, tmp_path):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "state.npz").write_bytes(b"not a zip file")
     assert_one_error_line(run(runner, "parse", tmp_path / "broken", texts), "state.npz")
+    for name in ("header.json", "grammar.lt", "arrays.npz"):
+        (tmp_path / "broken" / name).write_bytes(b"not a model file")
+    assert_one_error_line(run(runner, "parse", tmp_path / "broken", texts), "broken")
 
 
 def test_train_split_at_with_gold_corpus(runner, tmp_path):
@@ -377,7 +381,7 @@ def test_resume_after_interrupt_matches_uninterrupted_run(runner, data, tmp_path
     assert run(runner, "train", data["config"], "-o", fresh, *args).exit_code == 0
 
     # Ctrl-C after iteration 9 (a sample was kept at 8; the periodic checkpoint is at 5)
-    original = cli.TraceLog.__call__
+    original = progress.TraceLog.__call__
 
     def interrupted(self, line):
         original(self, line)
@@ -385,7 +389,7 @@ def test_resume_after_interrupt_matches_uninterrupted_run(runner, data, tmp_path
             raise KeyboardInterrupt
 
     stopped = tmp_path / "stopped"
-    monkeypatch.setattr(cli.TraceLog, "__call__", interrupted)
+    monkeypatch.setattr(progress.TraceLog, "__call__", interrupted)
     result = run(runner, "train", data["config"], "-o", stopped, *args)
     assert result.exit_code == 130, result.output
     message = result.stderr.strip().splitlines()[-1]
@@ -397,7 +401,7 @@ def test_resume_after_interrupt_matches_uninterrupted_run(runner, data, tmp_path
         seen.append(line["iteration"])
         original(self, line)
 
-    monkeypatch.setattr(cli.TraceLog, "__call__", recording)
+    monkeypatch.setattr(progress.TraceLog, "__call__", recording)
     resumed = run(runner, "train", data["config"], "-o", stopped, *args, "--resume")
     assert resumed.exit_code == 0, resumed.output
     assert seen == [10, 11, 12]  # continued after the interruption, not from scratch or from iteration 5
@@ -420,7 +424,7 @@ def test_resume_needs_checkpoints(runner, data, tmp_path):
 
 
 def test_evaluate_worked_example(runner, tmp_path):
-    """ALGORITHMS.md 5.2: gold `yu want tu`, predicted `yuwant tu`."""
+    """docs/algorithms.md 5.2: gold `yu want tu`, predicted `yuwant tu`."""
     pred, gold = tmp_path / "pred.txt", tmp_path / "gold.txt"
     pred.write_text("yuwant tu\n", encoding="utf8")
     gold.write_text("yu want tu\n", encoding="utf8")
@@ -452,7 +456,7 @@ def test_evaluate_no_punct_and_errors(runner, tmp_path):
 def test_demo(runner, tmp_path):
     result = run(runner, "demo", "--output", tmp_path / "demo", "--iterations", "10", "--chains", "1")
     assert result.exit_code == 0, result.output
-    for name in ("corpus/raw.txt", "corpus/gold.txt", "config.cfg", "grammar.lt", "training/model/state.npz"):
+    for name in ("corpus/raw.txt", "corpus/gold.txt", "config.cfg", "grammar.lt", "training/model/arrays.npz"):
         assert (tmp_path / "demo" / name).exists(), name
     assert len((tmp_path / "demo" / "corpus" / "gold.txt").read_text().splitlines()) == 1000
     scores = json.loads((tmp_path / "demo" / "training" / "scores.json").read_text())

@@ -1,4 +1,4 @@
-"""Topic coherence (ALGORITHMS.md 5.4): window counts, PMI and NPMI checked by hand."""
+"""Topic coherence (docs/algorithms.md 5.4): window counts, PMI and NPMI checked by hand."""
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,4 @@
-"""Exact identities of the sampler state (ALGORITHMS.md 1.2, 3.1, 3.7-3.9, 3.14, 6; Appendix A.1-A.3, A.7).
+"""Exact identities of the sampler state (docs/algorithms.md 1.2, 3.1, 3.7-3.9, 3.14, 6; Appendix A.1-A.3, A.7).
 
 Hand-made analyses are written into the node pool with `core.build` (tests/conftest.py);
 `core.build_detached` produces the library's form of a detached copy holding every

@@ -1,4 +1,4 @@
-"""Corpus reading (ALGORITHMS.md §1.7.3), punctuation chunking and synthetic data."""
+"""Corpus reading (docs/algorithms.md §1.7.3), punctuation chunking and synthetic data."""
 import pytest
 
 from spacy_ag.corpus import DEFAULT_PUNCTUATION, Corpus, iter_lines, read_corpus, split_chunks

@@ -1,4 +1,4 @@
-"""Segmentation metrics of ALGORITHMS.md §5.2 (test vector A.6) and file scoring."""
+"""Segmentation metrics of docs/algorithms.md §5.2 (test vector A.6) and file scoring."""
 import pytest
 
 from spacy_ag.corpus import DEFAULT_PUNCTUATION

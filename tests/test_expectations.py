@@ -1,4 +1,4 @@
-"""Variational expectations against closed forms (ALGORITHMS.md 4.3, Appendix A.5)."""
+"""Variational expectations against closed forms (docs/algorithms.md 4.3, Appendix A.5)."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Tests of grammar reading, checking and writing (ALGORITHMS.md 1.5-1.7, 2.3)."""
+"""Tests of grammar reading, checking and writing (docs/algorithms.md 1.5-1.7, 2.3)."""
 from __future__ import annotations
 
 import textwrap
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from spacy_ag.settings import DEFAULT_A, DEFAULT_B
 from spacy_ag.grammar import (
     CORPUS_CLASS,
     Adaptor,
@@ -27,7 +28,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "design" / "reference-grammars"
 PYADAGRAM = SHARED / "data" / "brent" / "pyadagram" / "brent-phone"
 
-# ALGORITHMS.md 1.7.1: unigram segmentation over a two-letter alphabet.
+# docs/algorithms.md 1.7.1: unigram segmentation over a two-letter alphabet.
 SMALL = """\
 1 1 Sentence --> Words
 1 1 Words --> Word
@@ -39,7 +40,7 @@ Word --> Phonemes
 1 1 Phoneme --> b
 """
 
-# ALGORITHMS.md 2.3, compact form; adapted = no numbers, unadapted = `1 1`.
+# docs/algorithms.md 2.3, compact form; adapted = no numbers, unadapted = `1 1`.
 COLLOCSYLL_COMPACT = """\
 # colloc-syllable grammar of Johnson & Goldwater (2009), compact form
 1 1 Sentence --> Colloc3+
@@ -119,7 +120,7 @@ def test_small_grammar_meaning():
     assert grammar.start == "Sentence"
     assert grammar.nonterminals == ["Sentence", "Words", "Word", "Phonemes", "Phoneme"]
     assert grammar.terminals == ["a", "b"]
-    assert grammar.adaptors == {"Word": Adaptor(0.1, 1000.0)}
+    assert grammar.adaptors == {"Word": Adaptor(DEFAULT_A, DEFAULT_B)}  # the one default of spacy_ag.settings
     assert all(rule.weight == 1.0 for rule in grammar.rules)
     assert grammar.rules[3] == Rule("Word", ("Phonemes",), 1.0, 4)
 
@@ -166,7 +167,7 @@ def test_a_and_b_belong_to_the_parent_last_recorded_wins():
         "1 0.5 20 X --> a\n"
         "1 0.3 X --> b\n"  # records a = 0.3, leaves b = 20
         "X --> c\n"  # omits both: leaves them alone
-        "1 0.1 1000 X --> d\n"  # equal to the defaults: not recorded
+        "1 0.0001 10000 X --> d\n"  # equal to the defaults: not recorded
     )
     assert grammar.adaptors["X"] == Adaptor(0.3, 20.0)
 
@@ -536,11 +537,11 @@ def test_writer_refuses_unwritable_symbols():
 def test_reference_unigram_grammar():
     grammar = read_grammar(REFERENCE / "unigram.lt")
     assert grammar.start == "Sentence"
-    assert grammar.adaptors == {"Word": Adaptor(0.1, 1000.0)}
+    assert grammar.adaptors == {"Word": Adaptor(DEFAULT_A, DEFAULT_B)}
     assert len(grammar.rules_of("Phoneme")) == 50
     summary = describe(grammar)
     assert summary["terminals"] == 50 and summary["rules_per_parent"]["Phoneme"] == 50
-    assert summary["adapted"] == {"Word": {"a": 0.1, "b": 1000.0}}
+    assert summary["adapted"] == {"Word": {"a": DEFAULT_A, "b": DEFAULT_B}}
     assert parse_grammar_text(write_pycfg(grammar)).equivalent(grammar)
 
 

@@ -1,4 +1,4 @@
-"""The inside chart and top-down sampling against brute-force enumeration (ALGORITHMS.md 3.3-3.6, 3.8, 6, A.4).
+"""The inside chart and top-down sampling against brute-force enumeration (docs/algorithms.md 3.3-3.6, 3.8, 6, A.4).
 
 The reference (`core.Reference`, tests/conftest.py) enumerates every G'
 derivation of a string straight from the Grammar object (no binarization, no

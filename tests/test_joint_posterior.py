@@ -1,4 +1,4 @@
-"""The whole MCMC chain samples the exact joint posterior (ALGORITHMS.md 1.2, 3.3-3.12).
+"""The whole MCMC chain samples the exact joint posterior (docs/algorithms.md 1.2, 3.3-3.12).
 
 The identity tests check single moves; these check what the moves add up to.
 An independent enumerator lists every generative history of a tiny corpus:
@@ -11,7 +11,7 @@ visit the segmentations in those proportions. The enumerator shares no code
 with the engine.
 
 The sampler, like py-cfg, never proposes two nodes of one sentence sharing a
-table that no other sentence uses (ALGORITHMS.md 3.9, a known and tolerated
+table that no other sentence uses (docs/algorithms.md 3.9, a known and tolerated
 approximation). The corpus of the main check has no repeated substring
 inside an utterance, so there the chain is exact; a separate check pins the
 approximation down on a single utterance.

@@ -134,9 +134,9 @@ def test_long_sentence_parses_without_underflow():
 def test_damaged_or_foreign_model_files_name_the_file(gold, tmp_path):
     model = AdaptorGrammar(UNIGRAM).fit(raw(gold[:30]), iterations=1)
     model.save(tmp_path / "m")
-    state_file = tmp_path / "m" / "state.npz"
+    state_file = tmp_path / "m" / "arrays.npz"
     state_file.write_bytes(state_file.read_bytes()[:200])
-    with pytest.raises(ModelFileError, match="state.npz"):
+    with pytest.raises(ModelFileError, match="arrays.npz"):
         AdaptorGrammar.load(tmp_path / "m")
     with pytest.raises(ModelFileError, match="no such model directory"):
         AdaptorGrammar.load(tmp_path / "missing")

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 import srsly
 
-from spacy_ag.pipeline_training import init_config_text, train_pipeline
+from spacy_ag.train.init_config import init_config_text
+from spacy_ag.train.pipeline import train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon
 
 REPO = Path(__file__).resolve().parents[1]

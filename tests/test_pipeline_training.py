@@ -7,7 +7,6 @@ of the project with a smaller generated corpus.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import textwrap
@@ -21,14 +20,14 @@ from spacy.training import Example
 from typer.testing import CliRunner
 
 from spacy_ag.cli import app
-from spacy_ag.components.fitting import FitObserver, FitSettings, current_observer, observe_fitting
-from spacy_ag.config import ConfigError, ag_training_settings, is_pipeline_config, load_pipeline_config
-from spacy_ag.pipeline_training import evaluate_pipeline, init_config_text, train_pipeline
+from spacy_ag.components.fitting import current_observer, observe_fitting
+from spacy_ag.config import ConfigError, is_pipeline_config, load_pipeline_config
+from spacy_ag.train.init_config import init_config_text
+from spacy_ag.train.pipeline import evaluate_pipeline, train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold
 from conftest import assert_one_error_line
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
 ALPHABET = "abcdefghij"
 SCORE_KEYS = ("token_p", "token_r", "token_f", "boundary_p", "boundary_r", "boundary_f",
               "lexicon_p", "lexicon_r", "lexicon_f")
@@ -71,7 +70,7 @@ def test_init_config_trains_as_is(data, tmp_path):
     result = run("train", config, "--output", out, "--paths.train", data["train"])
     assert result.exit_code == 0, result.output
     model_dir = out / "model-last"
-    assert (model_dir / "config.cfg").exists() and (model_dir / "tokenizer" / "model" / "state.npz").exists()
+    assert (model_dir / "config.cfg").exists() and (model_dir / "tokenizer" / "model" / "arrays.npz").exists()
     trace = _trace(out / "trace.jsonl")
     assert len(trace) == 200 and {line["component"] for line in trace} == {"tokenizer"}
     assert [line["iteration"] for line in trace] == list(range(1, 201))
@@ -97,11 +96,11 @@ def test_init_config_options(tmp_path, args, lang, boundary, grammar):
     assert config["nlp"]["lang"] == lang
     assert config["nlp"]["tokenizer"]["boundary_chars"] == boundary
     assert config["nlp"]["tokenizer"]["grammar"] == grammar
-    assert config["ag_training"]["iterations"] == 7 and config["ag_training"]["seed"] == 0
-    # spaCy accepts it: filling and building the pipeline (unfitted) works
-    nlp = spacy.util.load_model_from_config(spacy.util.load_config(path), auto_fill=True, validate=True)
+    assert config["nlp"]["tokenizer"]["iterations"] == 7 and config["nlp"]["tokenizer"]["seed"] == 0
+    # spaCy accepts it as it is: building the pipeline (unfitted) needs no filling
+    nlp = spacy.util.load_model_from_config(spacy.util.load_config(path), auto_fill=False, validate=True)
     assert type(nlp.tokenizer).__name__ == "Segmenter" and nlp.lang == lang
-    assert "ag_training" in nlp.config
+    assert "ag_training" not in nlp.config
 
 
 def test_init_config_stdout_and_errors(tmp_path):
@@ -154,15 +153,26 @@ pipeline = ["ag_parser"]
 [nlp.tokenizer]
 @tokenizers = "spacy-ag.Segmenter.v1"
 grammar = "unigram"
-iterations = 999
+iterations = 12
+seed = 3
 boundary_chars = ""
+
+[nlp.tokenizer.sampler]
+anneal_start = 2.0
+anneal_iterations = 6
 
 [components]
 
 [components.ag_parser]
 factory = "ag_parser"
 grammar = "colloc"
-iterations = 999
+iterations = 12
+seed = 3
+online_updates = false
+
+[components.ag_parser.sampler]
+anneal_start = 2.0
+anneal_iterations = 6
 
 [corpora]
 
@@ -177,15 +187,23 @@ path = ${paths.dev}
 [training]
 seed = ${system.seed}
 gpu_allocator = null
+max_epochs = 1
 
-[ag_training]
-iterations = 12
-chains = 1
-seed = 3
+[training.batcher]
+@batchers = "spacy.batch_by_sequence.v1"
+size = 1000000000
+get_length = null
 
-[ag_training.sampler]
-anneal_start = 2.0
-anneal_iterations = 6
+[training.score_weights]
+token_f = 1.0
+token_p = 0.0
+token_r = 0.0
+boundary_p = 0.0
+boundary_r = 0.0
+boundary_f = 0.0
+lexicon_p = 0.0
+lexicon_r = 0.0
+lexicon_f = 0.0
 """
 
 
@@ -215,10 +233,10 @@ def test_pipeline_output(trained, data):
     fits = nlp.meta["ag_training"]["fits"]
     assert [f["component"] for f in fits] == ["tokenizer", "ag_parser"]
     assert all((f["iterations"], f["chains"], f["seed"]) == (12, 1, 3) for f in fits)
-    # [ag_training] was written into the components' settings: the saved config says what was used
+    # the components' own settings were used, and the saved config says so
     assert nlp.config["nlp"]["tokenizer"]["iterations"] == 12
     assert nlp.config["components"]["ag_parser"]["iterations"] == 12
-    assert nlp.config["ag_training"]["sampler"]["anneal_start"] == 2.0
+    assert nlp.config["nlp"]["tokenizer"]["sampler"]["anneal_start"] == 2.0
     # the reloaded pipeline segments and parses as the trained one
     texts = ["".join(u) for u in data["gold"][:8]] + ["abc xyz"]
     assert [[t.text for t in d] for d in nlp.pipe(texts)] == [[t.text for t in d] for d in trained.nlp.pipe(texts)]
@@ -229,7 +247,7 @@ def test_pipeline_trace(trained):
     trace = _trace(trained.output / "trace.jsonl")
     assert [line["component"] for line in trace] == ["tokenizer"] * 12 + ["ag_parser"] * 12
     assert [line["iteration"] for line in trace] == list(range(1, 13)) * 2
-    # [ag_training.sampler] reached the sampler: annealing from temperature 2 over 6 iterations
+    # the components' [sampler] settings reached the sampler: annealing from temperature 2 over 6 iterations
     assert trace[0]["temperature"] == pytest.approx(2.0) and trace[8]["temperature"] == 1.0
     assert all("log_posterior" in line and "tables" in line for line in trace)
 
@@ -262,8 +280,9 @@ def test_interactive_progress_bar(data, tmp_path, capsys):
     assert "tokenizer" in capsys.readouterr().err
 
 
-def test_code_option_and_absent_dev_section(data, tmp_path):
-    """--code imports registered functions; a config without [corpora.dev] trains without evaluation."""
+def test_code_option_and_empty_dev_corpus(data, tmp_path):
+    """--code imports registered functions; a config whose dev corpus is empty trains without evaluation;
+    a config that lacks sections spaCy needs gets one line saying how to fill it."""
     code = tmp_path / "reader.py"
     code.write_text(textwrap.dedent("""
         import spacy
@@ -280,24 +299,20 @@ def test_code_option_and_absent_dev_section(data, tmp_path):
     raw = tmp_path / "raw.txt"
     raw.write_text("".join("".join(u) + "\n" for u in data["gold"]))
     config = tmp_path / "c.cfg"
-    config.write_text(textwrap.dedent("""
-        [nlp]
-        lang = "xx"
-        pipeline = []
-        [nlp.tokenizer]
-        @tokenizers = "spacy-ag.Segmenter.v1"
-        [corpora]
-        [corpora.train]
-        @readers = "test.plain_lines.v1"
-        path = null
-        [ag_training]
-        iterations = 4
-    """))
+    text = init_config_text(phonemes=True, iterations=4)
+    reader = '[corpora.train]\n@readers = "spacy.JsonlCorpus.v1"\npath = ${paths.train}\nmin_length = 0\nmax_length = 0\nlimit = 0\n'
+    assert reader in text
+    config.write_text(text.replace(reader, '[corpora.train]\n@readers = "test.plain_lines.v1"\npath = null\n'))
     result = run("train", config, "--output", tmp_path / "out", "--code", code, "--corpora.train.path", raw)
     assert result.exit_code == 0, result.output
     assert len(_trace(tmp_path / "out" / "trace.jsonl")) == 4
     assert "not evaluated" in result.stdout
     assert spacy.load(tmp_path / "out" / "model-last").tokenizer.is_fitted
+    partial = tmp_path / "partial.cfg"
+    partial.write_text('[nlp]\nlang = "xx"\npipeline = []\n[nlp.tokenizer]\n@tokenizers = "spacy-ag.Segmenter.v1"\n'
+                       '[corpora]\n[corpora.train]\n@readers = "test.plain_lines.v1"\npath = null\n')
+    assert_one_error_line(run("train", partial, "--output", tmp_path / "out2", "--code", code,
+                              "--corpora.train.path", raw), "fill-config")
 
 
 # ---------------------------------------------------------------- errors
@@ -314,31 +329,30 @@ def test_pipeline_config_errors(data, tmp_path):
     assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"], "--resume"),
                           "--resume")
     assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"],
-                              "--ag_training.iterations", 0), "ag_training.iterations", ">= 1")
+                              "--nlp.tokenizer.iterations", 0), "iterations", ">= 1")
     assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"],
-                              "--ag_training.sweeps", 5), "ag_training", "sweeps")
+                              "--nlp.tokenizer.sweeps", 5), "tokenizer", "sweeps")
     assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"],
-                              "--ag_training.sampler.temperature", 5), "temperature")
+                              "--nlp.tokenizer.sampler", '{"temperature": 5}'), "temperature")
     assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"],
-                              "--ag_training.sampler.anneal_start", 0.5), "anneal_start")
+                              "--nlp.tokenizer.sampler", '{"anneal_start": 0.5}'), "anneal_start")
+    assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"],
+                              "--ag_training.iterations", 5), "ag_training", "nlp.tokenizer")
     assert_one_error_line(run("train", config, "--output", out, "--paths.train", data["train"],
                               "--nosection.key", 1), "nosection")
     bad = tmp_path / "bad.cfg"
-    bad.write_text(init_config_text(phonemes=True) + "\n[ag_training.extra]\nx = 1\n")
-    assert_one_error_line(run("train", bad, "--output", out, "--paths.train", data["train"]), "extra")
+    bad.write_text(init_config_text(phonemes=True) + "\n[ag_training]\niterations = 5\n")
+    assert_one_error_line(run("train", bad, "--output", out, "--paths.train", data["train"]), "ag_training")
     streamed = tmp_path / "streamed.cfg"
-    streamed.write_text(init_config_text(phonemes=True).replace("max_epochs = 0", "max_epochs = -1"))
+    streamed.write_text(init_config_text(phonemes=True).replace("max_epochs = 1", "max_epochs = -1"))
     assert_one_error_line(run("train", streamed, "--output", out, "--paths.train", data["train"]), "max_epochs")
 
 
-def test_ag_training_settings_and_overrides(tmp_path):
+def test_withdrawn_ag_training_section_is_refused(tmp_path):
     config = tmp_path / "c.cfg"
-    config.write_text("[nlp]\nlang = \"xx\"\n")  # no [ag_training]: defaults, and overrides still work
-    raw = load_pipeline_config(config, {"ag_training.iterations": 5, "ag_training.sampler.mh": False})
-    settings = ag_training_settings(raw.interpolate(), config)
-    assert settings == FitSettings(iterations=5, chains=None, seed=None, workers=0, sampler={"mh": False})
-    with pytest.raises(ConfigError, match="ag_training.chains"):
-        ag_training_settings({"ag_training": {"chains": "two"}}, config)
+    config.write_text("[nlp]\nlang = \"xx\"\n[ag_training]\niterations = 5\n")
+    with pytest.raises(ConfigError, match=r"\[E010\].*nlp.tokenizer"):
+        load_pipeline_config(config)
     assert not is_pipeline_config(REPO / "configs" / "brent-unigram.cfg")
     assert is_pipeline_config(REPO / "configs" / "pipeline-brent-unigram.cfg")
 
@@ -357,51 +371,16 @@ def test_observe_fitting_hook(data):
     assert current_observer() is None
     assert len(lines) == 50 and all(line["component"] == "tokenizer" for line in lines)
     assert observer.fits[0]["iterations"] == 50 and observer.fits[0]["texts"] == 40
-    # an observer's settings override the component's
+    # an observer only watches: the same fit as without one
     nlp2 = spacy.blank("xx", config={"nlp": {"tokenizer": {"@tokenizers": "spacy-ag.Segmenter.v1",
                                                              "iterations": 50}}})
-    lines2 = []
-    with observe_fitting(FitObserver(FitSettings(iterations=3, seed=9), callback=lines2.append)) as observer:
-        nlp2.initialize(lambda: [Example.from_dict(nlp2.make_doc(t), {}) for t in texts])
-    assert [line["iteration"] for line in lines2] == [1, 2, 3]
-    assert (observer.fits[0]["iterations"], observer.fits[0]["seed"]) == (3, 9)
+    nlp2.initialize(lambda: [Example.from_dict(nlp2.make_doc(t), {}) for t in texts])
+    assert nlp2.tokenizer.to_bytes() == nlp.tokenizer.to_bytes()
     with pytest.raises(TypeError):
         observe_fitting(42)
 
 
 # ---------------------------------------------------------------- the weasel project
-
-
-def _md5(path):
-    return hashlib.md5(Path(path).read_bytes()).hexdigest()
-
-
-def test_project_yml():
-    from weasel.schemas import ProjectConfigSchema, validate
-    from weasel.util import load_project_config
-
-    config = load_project_config(REPO)
-    assert not validate(ProjectConfigSchema, config)
-    assert config["vars"]["corpus"] == "synthetic" and config["vars"]["data_dir"] == "../shared/data"
-    assert config["workflows"]["all"] == ["generate", "preprocess", "train", "evaluate", "package"]
-    names = {c["name"] for c in config["commands"]}
-    assert {"generate", "preprocess", "train", "evaluate", "package"} <= names
-    assets = config["assets"]
-    assert all(a.get("checksum") for a in assets)
-    public = [a for a in assets if a.get("extra")]
-    local = [a for a in assets if not a.get("extra")]
-    assert {a["dest"] for a in public} == {a["dest"] for a in local} == {
-        "assets/brent/gold.txt", "assets/pku/raw.txt", "assets/pku/gold.txt"}
-    assert all(a["url"].startswith("https://") for a in public)
-    assert all(a["url"].startswith("../shared/data/") for a in local)
-    # public entries come first, so `assets --extra` downloads them and then skips the local copies
-    assert assets.index(public[-1]) < assets.index(local[0])
-    by_dest = {a["dest"]: a["checksum"] for a in local}
-    assert all(by_dest[a["dest"]] == a["checksum"] for a in public)
-    for a in local:  # the checksums are those of the shared copies
-        source = REPO / a["url"]
-        if source.exists():
-            assert _md5(source) == a["checksum"], a["dest"]
 
 
 def test_readme_has_the_project_document(tmp_path):
@@ -424,18 +403,6 @@ def _project_copy(tmp_path):
     shutil.copytree(REPO / "configs", root / "configs")
     shutil.copytree(REPO / "scripts", root / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
     return root
-
-
-@pytest.mark.skipif(not (SHARED_DATA / "brent" / "br-phono.txt").exists(), reason="no local copy of the data")
-def test_project_assets_from_the_local_copy(tmp_path):
-    from weasel.cli.assets import project_assets
-
-    root = _project_copy(tmp_path)
-    project_assets(root, overrides={"vars.data_dir": str(SHARED_DATA)})
-    config = srsly.read_yaml(root / "project.yml")
-    for asset in config["assets"]:
-        assert _md5(root / asset["dest"]) == asset["checksum"]
-    project_assets(root, overrides={"vars.data_dir": str(tmp_path / "nowhere")})  # all present: skipped
 
 
 @pytest.mark.slow

@@ -369,7 +369,7 @@ def test_component_to_disk_and_bytes(topic_nlp, vocab, tmp_path):
     texts.append("abcdefg hij , " + vocab[1][0])
     expected = [_annotations(d) for d in topic_nlp.pipe(texts)]
     topic_nlp.to_disk(tmp_path / "nlp")
-    assert (tmp_path / "nlp" / "ag_topics" / "model" / "state.npz").exists()
+    assert (tmp_path / "nlp" / "ag_topics" / "model" / "arrays.npz").exists()
     loaded = spacy.load(tmp_path / "nlp")
     assert [_annotations(d) for d in loaded.pipe(texts)] == expected
     pipe = topic_nlp.get_pipe("ag_topics")
@@ -453,11 +453,11 @@ def test_default_settings_and_topic_config(tmp_path):
     config.write_text(TOPIC_CONFIG.format(docs=tmp_path / "docs.txt"), encoding="utf8")
     assert is_topic_config(config)
     v = load_topic_config(config, ["--topics.n_topics", "2"])
-    assert v["topics"]["n_topics"] == 2 and v["topics"]["passes"] == 2
+    assert v["topics"].n_topics == 2 and v["topics"].passes == 2
     o = v["online"]
     assert (o.batch_size, o.refine_every, o.default_truncation) == (10, 5, 60)
     assert (o.tau, o.kappa, o.update_alpha, o.update_a, o.update_b) == (64, 0.8, False, False, False)
-    assert v["topics"]["b"] == "auto"
+    assert v["topics"].b == "auto"
     with pytest.raises(ValueError, match="n_topics"):
         load_topic_config(config, ["--topics.n_topics", "0"])
     with pytest.raises(ValueError, match='topics.b must be a number > 0 or "auto"'):
@@ -487,7 +487,7 @@ def test_cli_train(trained, vocab):
     root, result = trained
     assert result.exit_code == 0, result.output
     out = root / "out"
-    assert (out / "model" / "state.npz").exists() and (out / "model" / "grammar.lt").exists()
+    assert (out / "model" / "arrays.npz").exists() and (out / "model" / "grammar.lt").exists()
     scores = json.loads((out / "scores.json").read_text(encoding="utf8"))
     assert {"pmi", "npmi", "heldout"} <= set(scores)
     assert np.isfinite(scores["pmi"]) and -1 <= scores["npmi"] <= 1
@@ -531,7 +531,7 @@ def test_cli_topics_plot_and_pipeline_directory(trained, topic_nlp, tmp_path):
     try:
         import matplotlib  # noqa: F401  (a plotting extra, not a dependency)
     except ImportError:
-        assert_one_error_line(result, "pip install matplotlib")
+        assert_one_error_line(result, "matplotlib", "spacy-ag[plot]")
     else:
         assert result.exit_code == 0, result.output
         assert (tmp_path / "ranks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

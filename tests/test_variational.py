@@ -1,4 +1,4 @@
-"""The variational and online engine (ALGORITHMS.md 4.1-4.15, Appendix A.5; issue 4 item 7).
+"""The variational and online engine (docs/algorithms.md 4.1-4.15, Appendix A.5; issue 4 item 7).
 
 Grammatons are checked against an independent recount of N_rule and U from
 the entries' labels, the G' weights against Eqs. 7-8 and 11-13 written out

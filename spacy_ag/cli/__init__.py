@@ -9,11 +9,12 @@ a Morpho Challenge gold file) and ``demo`` (a self-contained run on
 generated data). Each lives in its own module; ``_common`` holds what they share.
 
 Every expected failure (missing file, bad grammar, bad config, damaged model,
-unreadable corpus) prints one line ``✘ <message>`` to stderr and exits with
-code 1. Set ``SPACY_AG_DEBUG=1`` to get Python tracebacks instead.
+unreadable corpus) prints one line ``✘ [code] <message>`` to stderr and exits
+with code 1 (the codes are in `spacy_ag.errors`). Set ``SPACY_AG_DEBUG=1`` to get Python tracebacks instead.
 
-The heavy modules (numba kernels) are imported inside the commands that need
-them, so ``--help``, ``check-grammar`` and ``evaluate`` start quickly.
+The commands are thin faces: training is `spacy_ag.train`, the rest the
+library. The heavy modules (numba kernels) are imported inside the commands
+that need them, so ``--help`` imports no numba and starts quickly.
 """
 from __future__ import annotations
 
@@ -25,17 +26,16 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # plain help text: rich markup would take [grammar], [sampler] and E_q[pi] for tags and drop them
+    rich_markup_mode=None,
 )
 
 # The command modules register themselves on `app` when imported, so `app`
 # must exist first; the import order is the order of `spacy-ag --help`.
 from . import train, init_config, segment_parse, grammar, evaluate, morph, topics, demo  # noqa: E402,F401
-# Re-exported: spacy_ag.pipeline_training and library users import these from spacy_ag.cli.
-from ._common import DEBUG_ENV, PROG, TraceLog, TrainingStopped, fail, good, info, warn  # noqa: E402
-from .train import TrainingResult, sentence_gold, train_model  # noqa: E402
+from ._common import PROG  # noqa: E402
 
-__all__ = ["app", "main", "DEBUG_ENV", "PROG", "TraceLog", "TrainingResult", "TrainingStopped", "fail", "good",
-           "info", "sentence_gold", "train_model", "warn"]
+__all__ = ["app", "main"]
 
 
 def main() -> None:  # console entry point alternative to `app`

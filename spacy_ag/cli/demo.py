@@ -8,10 +8,10 @@ import typer
 
 from . import app
 from ._common import PROG, _errors_as_lines, good
-from .train import train_model
+
 
 DEMO_GRAMMAR = """\
-# Unigram word segmentation (ALGORITHMS.md 2.1): a sentence is one or more
+# Unigram word segmentation (docs/algorithms.md 2.1): a sentence is one or more
 # words, a word one or more characters. Word has no numbers, so it is adapted
 # with [grammar] default_a and default_b of the config.
 1 1 Sentence --> Word+
@@ -79,6 +79,8 @@ def demo_cli(
         seed=seed), encoding="utf8")
     n_words = sum(len(u) for u in utterances)
     good(f"Generated {len(utterances)} utterances ({n_words} words, a lexicon of {len(lexicon)}) in {corpus_dir}")
+    from ..train.engine import train_model
+
     result = train_model(config_path, output / "training", command_args=(), show_scores=True)
     typer.echo("First utterances (predicted | gold):")
     for predicted, words in list(zip(result.segmentation, utterances))[:5]:

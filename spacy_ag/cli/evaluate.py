@@ -22,24 +22,26 @@ def evaluate_cli(
     no_punct: bool = typer.Option(False, "--no-punct", help="Also score without punctuation tokens"),
     drop_empty: bool = typer.Option(False, "--drop-empty", help="Ignore blank lines in both files"),
 ) -> None:
-    """Token, boundary and type precision/recall/F of PRED against GOLD (ALGORITHMS.md 5.2).
+    """Token, boundary and type precision/recall/F of PRED against GOLD (docs/algorithms.md 5.2).
 
     With a pipeline directory as PRED (e.g. OUTPUT/model-last of `spacy-ag
     train`), GOLD's text is segmented by the pipeline and scored with
     nlp.evaluate: token, boundary and lexicon P/R/F, everything `spacy
     evaluate` leaves out. With a model directory as PRED (OUTPUT/model of
     `spacy-ag train`), GOLD's text is segmented by the model (most probable
-    parse) and the held-out log likelihood of GOLD's text (ALGORITHMS.md
+    parse) and the held-out log likelihood of GOLD's text (docs/algorithms.md
     4.15) is reported too.
     """
     from ..corpus import DEFAULT_PUNCTUATION
     from ..evaluation import evaluate_files, format_scores
 
-    if pred.is_dir() and (pred / "state.npz").exists():
+    from ..archive import is_archive
+
+    if pred.is_dir() and is_archive(pred):
         _evaluate_model(pred, gold, json_path, no_punct, drop_empty)
         return
     if pred.is_dir():
-        from ..pipeline_training import evaluate_pipeline, format_pipeline_scores
+        from ..train.pipeline import evaluate_pipeline, format_pipeline_scores
 
         scores = evaluate_pipeline(pred, gold, exclude=DEFAULT_PUNCTUATION if no_punct else None)
         info(f"Pipeline {pred} on {gold} ({scores['n_examples']} examples):")

@@ -7,12 +7,18 @@ from typing import List, Optional, Tuple
 import typer
 
 from ..config import load_training_config
+from ..settings import GrammarSettings, defaults, help_of
 from . import app
 from ._common import _choice, _errors_as_lines, _require_file, good
 
 
 def _number(value: float) -> str:
     return f"{value:g}"
+
+
+def _help(name: str, flag: str) -> str:
+    """An option's help from `GrammarSettings`: its help line and default."""
+    return f"{help_of(GrammarSettings, name)} ({flag}; default {defaults(GrammarSettings)[name]:g})"
 
 
 @app.command("check-grammar")
@@ -27,12 +33,9 @@ def check_grammar_cli(
     fmt: Optional[str] = typer.Option(None, "--format", help="auto (default), pycfg or pyadagram"),
     expand: bool = typer.Option(False, "--expand",
                                 help="Print the expanded grammar in plain py-cfg format instead of the summary"),
-    default_a: Optional[float] = typer.Option(None, "--default-a",
-                                              help="a of adapted nonterminals without numbers (py-cfg -a, 0.1)"),
-    default_b: Optional[float] = typer.Option(None, "--default-b",
-                                              help="b of adapted nonterminals without numbers (py-cfg -b, 1000)"),
-    default_weight: Optional[float] = typer.Option(None, "--default-weight",
-                                                   help="Weight of rules without one (py-cfg -w, 1)"),
+    default_a: Optional[float] = typer.Option(None, "--default-a", help=_help("default_a", "py-cfg -a")),
+    default_b: Optional[float] = typer.Option(None, "--default-b", help=_help("default_b", "py-cfg -b")),
+    default_weight: Optional[float] = typer.Option(None, "--default-weight", help=_help("default_weight", "py-cfg -w")),
 ) -> None:
     """Validate a grammar (and its coverage of a corpus) and summarise it.
 
@@ -44,16 +47,17 @@ def check_grammar_cli(
     from ..grammar import describe, detect_format, expand_corpus_class, has_corpus_class, read_grammar, write_pycfg
     from ..grammar.checks import uncovered_error
 
-    settings = {"fmt": "auto", "mode": "chars", "default_a": 0.1, "default_b": 1000.0, "default_weight": 1.0}
+    g = GrammarSettings()
     split_at = None
     if grammar_path.suffix == ".cfg":
         cfg = load_training_config(grammar_path)
-        settings = {"fmt": cfg.grammar_format, "mode": cfg.mode, "default_a": cfg.default_a,
-                    "default_b": cfg.default_b, "default_weight": cfg.default_weight}
+        g = cfg.grammar
         split_at = cfg.split_at
         if corpus is None and cfg.train_path is not None and cfg.train_path.is_file():
             corpus = cfg.train_path
         grammar_path = cfg.grammar_path
+    settings = {"fmt": g.format, "mode": g.mode, "default_a": g.default_a, "default_b": g.default_b,
+                "default_weight": g.default_weight}
     given = {"fmt": fmt, "mode": mode, "default_a": default_a, "default_b": default_b,
              "default_weight": default_weight}
     settings.update({k: v for k, v in given.items() if v is not None})

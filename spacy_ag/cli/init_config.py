@@ -20,17 +20,18 @@ def init_config_cli(
     grammar: str = typer.Option("unigram", "--grammar", "-g", help="unigram, colloc or a grammar file"),
     phonemes: bool = typer.Option(False, "--phonemes",
                                   help="Phoneme strings (Brent): only whitespace is a hard word boundary"),
-    iterations: int = typer.Option(200, "--iterations", "-n", help="Sampler iterations ([ag_training])"),
-    chains: int = typer.Option(1, "--chains", help="Sampler chains ([ag_training])"),
+    iterations: int = typer.Option(200, "--iterations", "-n", help="Sampler iterations ([nlp.tokenizer])"),
+    chains: int = typer.Option(1, "--chains", help="Sampler chains ([nlp.tokenizer])"),
 ) -> None:
-    """Write a starting spaCy pipeline config for `spacy-ag train`, as `spacy init config` does.
+    """Write a complete starting spaCy pipeline config, as `spacy init config` does.
 
-    The config has the segmenter tokenizer, a raw-text corpus ([corpora.train],
-    JSONL), optional gold dev data ([corpora.dev], segmented text) and the
-    sampler settings ([ag_training]); it trains as is:
+    The config has the segmenter tokenizer with its sampler settings
+    ([nlp.tokenizer]), a raw-text corpus ([corpora.train], JSONL) and
+    optional gold dev data ([corpora.dev], segmented text). It passes
+    `spacy debug config` and trains as is, with spaCy or with spacy-ag:
     spacy-ag train OUTPUT --output DIR --paths.train train.jsonl
     """
-    from ..pipeline_training import init_config_text
+    from ..train.init_config import init_config_text
 
     args = [output if output == "-" else Path(output).name]
     if lang is not None:

@@ -54,7 +54,7 @@ def morph_grammar_cli(
     b: float = typer.Option(500.0, "-b", help="Pitman-Yor concentration of every adapted nonterminal"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
 ) -> None:
-    """Print a word-internal morphology grammar (ALGORITHMS.md 2.5); defaults a = 0, b = 500 as in [JGG06].
+    """Print a word-internal morphology grammar (docs/algorithms.md 2.5); defaults a = 0, b = 500 as in [JGG06].
 
     The files configs/morphology/grammars/*.lt are this command's output, e.g.
     `spacy-ag morph-grammar stem-suffix --classes 6`.

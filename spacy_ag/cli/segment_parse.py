@@ -20,7 +20,9 @@ from ._common import _errors_as_lines, _require_file, good, warn
 
 def _model_dir(path: Path) -> Path:
     """Accept the model directory or a training output directory holding model/."""
-    if not (path / "state.npz").exists() and (path / "model" / "state.npz").exists():
+    from ..archive import is_archive
+
+    if not is_archive(path) and is_archive(path / "model"):
         return path / "model"
     return path
 

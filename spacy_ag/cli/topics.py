@@ -18,25 +18,18 @@ from ._common import _errors_as_lines, _require_file, good, info
 
 def load_topic_model(path: Path):
     """A TopicModel from its directory, or from the ag_topics component of a pipeline directory."""
-    from ..serialize import ModelFileError
+    from ..errors import ModelFileError
     from ..topics import TopicModel
 
-    if (path / "state.npz").exists():
+    from ..archive import is_archive
+
+    if is_archive(path):
         return TopicModel.load(path)
-    candidates = sorted(path.glob("*/model/state.npz")) if path.is_dir() else []
-    for state in candidates:
-        cfg = state.parent.parent / "cfg"
-        if cfg.exists() and "n_topics" in json.loads(cfg.read_text(encoding="utf8")):
-            return TopicModel.load(state.parent)
+    candidates = sorted(path.glob("*/cfg")) if path.is_dir() else []
+    for cfg in candidates:
+        if (cfg.parent / "model").is_dir() and "n_topics" in json.loads(cfg.read_text(encoding="utf8")):
+            return TopicModel.load(cfg.parent / "model")
     raise ModelFileError(f"{path}: not a topic model directory nor a pipeline with an ag_topics component")
-
-
-def format_topics(model, top: int) -> str:
-    lines = []
-    for i in range(model.n_topics):
-        words = model.top_words(i, top)
-        lines.append(f"topic {i:>2}  " + "  ".join(f"{w} {p:.3f}" for w, p in words))
-    return "\n".join(lines)
 
 
 def ranking_table(model, topic: int, top: int = 10):
@@ -61,7 +54,7 @@ def plot_rankings(model, topic: int, top: int, out: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
+        raise ValueError("--plot needs matplotlib: pip install 'spacy-ag[plot]'") from None
     columns, rows = ranking_table(model, topic, top)
     fig, ax = plt.subplots(figsize=(8, 5))
     depth = model.history_size + 1
@@ -76,52 +69,6 @@ def plot_rankings(model, topic: int, top: int, out: Path) -> None:
     fig.savefig(out)
 
 
-def train_topics(config_path: Path, output: Optional[Path], overrides) -> None:
-    """`spacy-ag train` on a topic config: online passes over documents (one per line), then
-    the topics, their coherence on the held-out documents and the held-out likelihood."""
-    import random
-
-    from ..config import ConfigError, load_topic_config
-    from ..topics import TopicModel
-    from ..topics.coherence import coherence, read_documents
-    from ._common import TraceLog
-
-    v = load_topic_config(config_path, overrides)
-    out = output or (Path(v["paths"]["output"]) if v["paths"]["output"] else None)
-    if out is None:
-        raise ConfigError(f"{config_path}: no output directory; pass --output DIR or set paths.output")
-    corpus = v["corpus"]["path"]
-    if not corpus:
-        raise ConfigError(f"{config_path}: corpus.path is not set; give the documents with --paths.train FILE")
-    docs = read_documents(_require_file(Path(corpus), "documents file"))
-    t, seed = v["topics"], v["training"]["seed"]
-    order = list(range(len(docs)))
-    random.Random(seed).shuffle(order)
-    n_held = int(round(v["corpus"]["heldout_fraction"] * len(docs)))
-    held = [docs[i] for i in order[:n_held]]
-    train = [docs[i] for i in order[n_held:]]
-    info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t['n_topics']} topics, "
-         f"{t['passes']} pass{'es' if t['passes'] > 1 else ''}, minibatches of {v['online'].batch_size}")
-    model = TopicModel(t["n_topics"], alpha=t["alpha"], a=t["a"], b=t["b"], online=v["online"],
-                       local_iterations=t["local_iterations"])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.cfg").write_text(v["config"].to_str(), encoding="utf8")
-    steps = t["passes"] * -(-len(train) // v["online"].batch_size)
-    with TraceLog(out / "trace.jsonl", steps, 1, interactive=False) as log:
-        model.fit(train, passes=t["passes"], seed=seed, callback=log)
-    model.save(out / "model")
-    if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
-        (out / "heldout.txt").write_text("".join(" ".join(d) + "\n" for d in held), encoding="utf8")
-    good(f"Saved the topic model to {out / 'model'}")
-    typer.echo(format_topics(model, t["top_words"]))
-    if held:
-        scores = coherence(model.topics(t["top_words"]), held, reference=f"{n_held} held-out documents")
-        scores["heldout"] = model.heldout_loglik(held)
-        (out / "scores.json").write_text(json.dumps(scores, indent=1) + "\n", encoding="utf8")
-        info(f"coherence on the held-out documents: PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f}; "
-             f"held-out log likelihood {scores['heldout']['per_word']:.4f} per word ({out / 'scores.json'})")
-
-
 @app.command("topics")
 @_errors_as_lines
 def topics_cli(
@@ -134,6 +81,8 @@ def topics_cli(
 ) -> None:
     """The top words of every topic with their probabilities (E_q[pi]); with --history, the
     ranking of one topic's words over the stream (Figure 4 of Zhai et al. 2014)."""
+    from ..train.topics import format_topics
+
     model = load_topic_model(model_path)
     if history is None:
         typer.echo(format_topics(model, top))
@@ -166,7 +115,7 @@ def evaluate_topics_cli(
     window: int = typer.Option(10, "--window", help="Co-occurrence window in tokens"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the scores as JSON"),
 ) -> None:
-    """Topic coherence (mean pairwise PMI and NPMI of the top words, ALGORITHMS.md 5.4) on a
+    """Topic coherence (mean pairwise PMI and NPMI of the top words, docs/algorithms.md 5.4) on a
     reference corpus, and the held-out log likelihood of documents."""
     from ..topics.coherence import coherence, read_documents
 

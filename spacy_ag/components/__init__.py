@@ -6,8 +6,8 @@
 * ``ag_tokenizer_update`` (pipeline component): lets ``spacy train`` update the segmenter;
 * ``spacy-ag.segmentation_scorer.v1`` (scorer): token/boundary/lexicon P/R/F (`scoring`);
 * ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`);
-* `observe_fitting` (`fitting`): watch the sampler's trace (and override its
-  settings) while ``nlp.initialize`` fits the segmenter and ag_parser.
+* `observe_fitting` (`fitting`): watch the sampler's trace while
+  ``nlp.initialize`` fits the segmenter and ag_parser.
 
 All are registered both by decorators (importing this package) and by entry
 points in pyproject.toml, so configs, ``nlp.add_pipe("ag_parser")`` and
@@ -15,7 +15,7 @@ points in pyproject.toml, so configs, ``nlp.add_pipe("ag_parser")`` and
 spaCy at import time; the numba engine is imported when a model is fitted or
 loaded, so spaCy's start-up (which imports every factory module) stays fast.
 """
-from .fitting import FitObserver, FitSettings, observe_fitting
+from .fitting import FitObserver, observe_fitting
 from .parser import AGParser, install_extensions, make_ag_parser
 from .readers import SegmentedCorpus, create_segmented_corpus
 from .scoring import make_segmentation_scorer, score_segmentation
@@ -28,7 +28,6 @@ __all__ = [
     "AGTopics",
     "BUILTIN_GRAMMARS",
     "FitObserver",
-    "FitSettings",
     "SegmentedCorpus",
     "Segmenter",
     "TokenizerUpdate",

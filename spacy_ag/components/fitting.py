@@ -11,11 +11,9 @@ call instead::
     with observe_fitting(print):          # any callable taking one trace line
         nlp.initialize(get_examples)      # every line also says which component
 
-An observer may also override the sampler settings of every component fitted
-while it is active (``FitObserver.settings``): this is how the ``[ag_training]``
-section of a pipeline config reaches the components when ``spacy-ag train``
-runs it. Without an observer, components fit with their own settings, exactly
-as before.
+An observer only watches: the sampler settings are the components' own
+(``[nlp.tokenizer]``, ``[components.<name>]``), so ``spacy train`` and
+``spacy-ag train`` fit the same model from the same config.
 
 The observer is held in a context variable, so it is local to the thread (and
 asyncio task) that installed it, and it is removed when the ``with`` ends.
@@ -27,36 +25,15 @@ import contextvars
 import dataclasses
 import functools
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Union
 
-__all__ = ["FitObserver", "FitSettings", "fit_adaptor_grammar", "observe_fitting", "current_observer"]
+__all__ = ["FitObserver", "fit_adaptor_grammar", "observe_fitting", "current_observer"]
 
 TraceCallback = Callable[[Dict[str, Any]], None]
 
 
-@dataclass
-class FitSettings:
-    """Sampler settings that override those of every component while an observer is active.
-
-    None (and an empty ``sampler``) keeps the component's own setting.
-
-    iterations (Optional[int]): MCMC iterations (sweeps).
-    chains (Optional[int]): Independent chains (the components decode with chain 0).
-    seed (Optional[int]): Seed of chain 0 (chain c uses seed + c).
-    workers (int): Processes for the chains (0: one per chain, at most the cores).
-    sampler (Dict[str, Any]): `spacy_ag.core.chain.SamplerSettings` fields to change.
-    """
-
-    iterations: Optional[int] = None
-    chains: Optional[int] = None
-    seed: Optional[int] = None
-    workers: int = 0
-    sampler: Dict[str, Any] = field(default_factory=dict)
-
-
 class FitObserver:
-    """Watches (and may re-parameterise) the fits of the components.
+    """Watches the fits of the components.
 
     Subclass it, or pass a plain callable to `observe_fitting`. `fitting` is a
     context manager entered around each fit; it yields the callback that
@@ -64,9 +41,7 @@ class FitObserver:
     ``log_posterior``, ``tables``, ... and ``component``), or None.
     """
 
-    def __init__(self, settings: Optional[FitSettings] = None,
-                 callback: Optional[TraceCallback] = None) -> None:
-        self.settings = settings or FitSettings()
+    def __init__(self, callback: Optional[TraceCallback] = None) -> None:
         self.callback = callback
         #: One record per finished fit: component, grammar, iterations, chains, seed, texts, seconds.
         self.fits: List[Dict[str, Any]] = []
@@ -125,27 +100,26 @@ def _installed(observer: Optional[FitObserver]) -> Iterator[Optional[FitObserver
         _OBSERVER.reset(token)
 
 
-def fit_adaptor_grammar(model, texts: List[str], *, component: str, grammar: str, iterations: int,
-                        chains: int, seed: int):
-    """Fit `model` on `texts` with the component's settings, or the active observer's.
+def fit_adaptor_grammar(model, texts: List[str], *, component: str, grammar: str, settings):
+    """Fit `model` on `texts` by MCMC with a component's settings, reporting to the active observer.
 
     model (AdaptorGrammar): The untrained model.
     texts (List[str]): The training texts (chunks without hard boundaries).
     component (str): Name reported to the observer ("tokenizer" or the pipe name).
     grammar (str): The component's grammar setting (reported only).
-    iterations, chains, seed (int): The component's own settings.
+    settings (SegmenterSettings / ParserSettings): iterations, chains, seed, workers and sampler.
     RETURNS (AdaptorGrammar): The fitted model.
     """
+    from ..settings import SamplerSettings, check
+
+    if settings.sampler:
+        changes = check(SamplerSettings, settings.sampler, f"{component}.sampler", partial=True)
+        model.sampler = dataclasses.replace(model.sampler, **changes)
+    run = dict(iterations=settings.iterations, chains=settings.chains, seed=settings.seed, workers=settings.workers)
     observer = _OBSERVER.get()
     if observer is None:
-        return model.fit(texts, iterations=iterations, chains=chains, seed=seed)
-    s = observer.settings
-    iterations = s.iterations if s.iterations is not None else iterations
-    chains = s.chains if s.chains is not None else chains
-    seed = s.seed if s.seed is not None else seed
-    if s.sampler:
-        model.sampler = dataclasses.replace(model.sampler, **s.sampler)
-    with observer.fitting(component, grammar=grammar, iterations=iterations, chains=chains, seed=seed,
-                          texts=len(texts)) as callback:
-        model.fit(texts, iterations=iterations, chains=chains, seed=seed, workers=s.workers, callback=callback)
+        return model.fit(texts, **run)
+    with observer.fitting(component, grammar=grammar, iterations=settings.iterations, chains=settings.chains,
+                          seed=settings.seed, texts=len(texts)) as callback:
+        model.fit(texts, callback=callback, **run)
     return model

@@ -69,6 +69,7 @@ training) gets no tree: an empty span group and None extensions.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -81,18 +82,15 @@ from spacy.vocab import Vocab
 
 from ..morphology.analysis import format_morphs, morph_class, morphs_at
 from ..morphology.grammars import morphology_grammar, parse_grammar_name
+from ..settings import ParserSettings, check, defaults, keyword_signature
 from .fitting import fit_adaptor_grammar
-from .segmenter import (
-    ModelSerializer, is_dummy_examples, load_grammar, load_model_dir,
-)
+from .segmenter import is_dummy_examples, load_grammar, load_model_dir
+from .serialization import ModelSerializer
 
 logger = logging.getLogger("spacy_ag")
 
 __all__ = ["AGParser", "make_ag_parser", "install_extensions"]
 
-MODES = ("doc", "token")
-TRAIN_UNITS = ("tokens", "types")
-DEFAULT_MORPH_LABELS = ["Prefix", "Stem", "Suffix", "Morph"]
 
 
 def install_extensions() -> None:
@@ -126,49 +124,14 @@ install_extensions()
     "ag_parser",
     assigns=["doc.spans", "doc._.ag_tree", "token._.ag_tree", "token._.ag_morphs",
              "token._.ag_morph_class", "token.morph"],
-    default_config={
-        "grammar": "unigram",
-        "mode": "doc",
-        "spans_key": "ag",
-        "segment_category": None,
-        "morph_labels": DEFAULT_MORPH_LABELS,
-        "classes": 6,
-        "train_on": "tokens",
-        "set_morph": False,
-        "compact": True,
-        "iterations": 100,
-        "seed": 0,
-        "chains": 1,
-        "default_a": 1e-4,
-        "default_b": 1e4,
-        "model": None,
-    },
+    default_config=defaults(ParserSettings),
 )
-def make_ag_parser(
-    nlp: Language,
-    name: str,
-    grammar: str,
-    mode: str,
-    spans_key: str,
-    segment_category: Optional[str],
-    morph_labels: List[str],
-    classes: int,
-    train_on: str,
-    set_morph: bool,
-    compact: bool,
-    iterations: int,
-    seed: int,
-    chains: int,
-    default_a: float,
-    default_b: float,
-    model: Optional[str],
-) -> "AGParser":
-    """Factory of the ``ag_parser`` component (settings: see `AGParser`)."""
-    return AGParser(nlp.vocab, name, grammar=grammar, mode=mode, spans_key=spans_key,
-                    segment_category=segment_category, morph_labels=morph_labels, classes=classes,
-                    train_on=train_on, set_morph=set_morph, compact=compact,
-                    iterations=iterations, seed=seed, chains=chains, default_a=default_a,
-                    default_b=default_b, model=model)
+def make_ag_parser(nlp: Language, name: str, **settings: Any) -> "AGParser":
+    """Factory of the ``ag_parser`` component; its settings are `ParserSettings`."""
+    return AGParser(nlp.vocab, name, **settings)
+
+
+make_ag_parser.__signature__ = keyword_signature(ParserSettings, "nlp", "name")
 
 
 class AGParser(ModelSerializer, Pipe):
@@ -176,54 +139,38 @@ class AGParser(ModelSerializer, Pipe):
 
     vocab (Vocab): The shared vocabulary.
     name (str): The component name.
-    grammar (str): "unigram", "colloc", "morph", a morphology grammar
-        ("stem-suffix", "prefix-stem-suffix", "submorphs", each also with
-        "-classes") or a grammar file, used when fitting in `initialize`.
-    mode (str): "doc" or "token".
-    spans_key (str): Key of the span group.
-    segment_category (Optional[str]): The model's segmentation category
-        (None: the grammar's start symbol); only checked, not used for parsing.
-    morph_labels (List[str]): Labels whose yields make ``token._.ag_morphs``
-        (``Stem`` also matches the class-indexed ``Stem_3``).
-    classes (int): Hidden classes of the "-classes" morphology grammars.
-    train_on (str): Token mode: fit on every token ("tokens") or on each
-        distinct token text once ("types").
-    set_morph (bool): Add ``AgClass=<c>`` to ``token.morph`` (token mode).
-    compact (bool): Keep only adapted nodes and roots (spans and bracketed trees).
-    iterations, seed, chains (int): Sampler settings when fitting.
-    default_a, default_b (float): PY parameters of adapted nonterminals without numbers.
-    model (Optional[str]): A model directory to load when the component has
-        no model yet (after `from_disk`, the saved model is used instead).
+    **settings: Any `ParserSettings`: grammar ("unigram", "colloc", "morph", a
+        morphology grammar such as "stem-suffix-classes", or a grammar file),
+        mode ("doc" or "token"), spans_key, morph_labels, the sampler
+        (iterations, chains, seed, workers, sampler), ...
     """
 
     kind = "parser"
     model = None  # spaCy: no thinc model, nothing to optimise
 
-    def __init__(self, vocab: Vocab, name: str = "ag_parser", *, grammar: str = "unigram",
-                 mode: str = "doc", spans_key: str = "ag", segment_category: Optional[str] = None,
-                 morph_labels: Sequence[str] = tuple(DEFAULT_MORPH_LABELS), classes: int = 6,
-                 train_on: str = "tokens", set_morph: bool = False, compact: bool = True,
-                 iterations: int = 100, seed: int = 0, chains: int = 1, default_a: float = 1e-4,
-                 default_b: float = 1e4, model: Optional[str] = None) -> None:
-        if mode not in MODES:
-            raise ValueError(f"ag_parser: mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if train_on not in TRAIN_UNITS:
-            raise ValueError(f"ag_parser: train_on must be one of {', '.join(TRAIN_UNITS)}, got {train_on!r}")
-        if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
-            raise ValueError(f"ag_parser: classes must be a whole number >= 1, got {classes!r}")
-        if iterations < 1 or chains < 1:
-            raise ValueError(f"ag_parser: iterations and chains must be >= 1, got {iterations} and {chains}")
+    @property
+    def is_trainable(self) -> bool:
+        return self.settings.online_updates
+
+    def finish_update(self, sgd=None) -> None:
+        """Nothing to do: `update` already made its online step (spaCy's optimizer has no part in it)."""
+
+    def __init__(self, vocab: Vocab, name: str = "ag_parser", **settings: Any) -> None:
         self.vocab = vocab
         self.name = name
-        self.cfg: Dict[str, Any] = {
-            "grammar": grammar, "mode": mode, "spans_key": spans_key,
-            "segment_category": segment_category, "morph_labels": list(morph_labels),
-            "classes": classes, "train_on": train_on, "set_morph": set_morph, "compact": compact, "iterations": iterations, "seed": seed, "chains": chains,
-            "default_a": default_a, "default_b": default_b, "model": model,
-        }
+        self.settings = check(ParserSettings, settings, name)
+        self.cfg: Dict[str, Any] = dataclasses.asdict(self.settings)
         self.model = None
-        self._model_path = model
+        self._model_path = self.settings.model
         self._token_cache: Dict[str, Optional[Tuple]] = {}
+
+    def _load_model(self, path):
+        return load_model_dir(path)
+
+    def _model_from_bytes(self, data: bytes, source: str):
+        from ..model import AdaptorGrammar
+
+        return AdaptorGrammar.from_bytes(data, source=source)
 
     # -------------------------------------------------------------- state
     @property
@@ -291,7 +238,7 @@ class AGParser(ModelSerializer, Pipe):
         logger.info("%s: fitting %s on %d texts, %d iterations", self.name, cfg["grammar"], len(texts),
                     cfg["iterations"])
         return fit_adaptor_grammar(model, texts, component=self.name, grammar=str(cfg["grammar"]),
-                                   iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
+                                   settings=self.settings)
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -306,7 +253,7 @@ class AGParser(ModelSerializer, Pipe):
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         texts = self.training_texts(examples)
-        if not texts:
+        if not texts or not self.settings.online_updates:
             return losses
         if self.model is None and self._model_path:
             self._require_model()

@@ -1,4 +1,4 @@
-"""Corpus reader for gold-segmented text.
+"""Corpus readers: gold-segmented text, and raw text that may be left unset.
 
 ``spacy-ag.SegmentedCorpus.v1`` reads a UTF-8 file with one utterance per
 line and the gold words separated by whitespace (the br-phono / SIGHAN gold
@@ -28,7 +28,7 @@ from spacy.util import registry
 
 from ..corpus import iter_lines
 
-__all__ = ["SegmentedCorpus", "create_segmented_corpus"]
+__all__ = ["PlainTextCorpus", "SegmentedCorpus", "create_plain_text_corpus", "create_segmented_corpus"]
 
 
 class SegmentedCorpus:
@@ -69,3 +69,40 @@ def create_segmented_corpus(path: Optional[Path], limit: int = 0) -> Callable[..
     RETURNS (Callable[[Language], Iterator[Example]]): The corpus.
     """
     return SegmentedCorpus(path, limit=limit)
+
+
+class PlainTextCorpus:
+    """Raw text, one document per non-blank line, tokenized by the pipeline (reference = predicted).
+
+    spaCy's ``spacy.PlainTextCorpus.v1`` refuses ``path = null``, so a config
+    whose training text is given on the command line (``--paths.train``)
+    would fail ``spacy debug config``; here null is an empty corpus.
+
+    path (str / Path / None): The file; None is an empty corpus.
+    min_length, max_length (int): Skip documents with fewer / more tokens (0: no limit).
+    """
+
+    def __init__(self, path: Optional[Union[str, os.PathLike]], *, min_length: int = 0, max_length: int = 0) -> None:
+        self.path = Path(path) if path is not None else None
+        self.min_length = min_length
+        self.max_length = max_length
+
+    def __call__(self, nlp) -> Iterator[Example]:
+        if self.path is None:
+            return
+        if not self.path.exists():
+            raise FileNotFoundError(f"spacy-ag.PlainTextCorpus.v1: file not found: {self.path}")
+        for _, line in iter_lines(self.path):
+            if not line.strip():
+                continue
+            doc = nlp.make_doc(line)
+            if (self.min_length and len(doc) < self.min_length) or (self.max_length and len(doc) > self.max_length):
+                continue
+            yield Example(doc, doc.copy())
+
+
+@registry.readers("spacy-ag.PlainTextCorpus.v1")
+def create_plain_text_corpus(path: Optional[Path], min_length: int = 0,
+                             max_length: int = 0) -> Callable[..., Iterator[Example]]:
+    """Registered reader ``spacy-ag.PlainTextCorpus.v1`` (see `PlainTextCorpus`)."""
+    return PlainTextCorpus(path, min_length=min_length, max_length=max_length)

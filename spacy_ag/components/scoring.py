@@ -8,7 +8,7 @@
   skipped, so build gold Docs with explicit ``spaces``);
 * ``boundary_p/r/f`` (word-internal boundaries, utterance edges excluded) and
   ``lexicon_p/r/f`` (distinct word strings over all examples), as defined in
-  ALGORITHMS.md 5.2 and computed by `spacy_ag.evaluation.segmentation_scores`
+  docs/algorithms.md 5.2 and computed by `spacy_ag.evaluation.segmentation_scores`
   with each Example as one utterance (whitespace tokens are not words).
 
 The segmenter tokenizer uses it as its ``score``, so ``nlp.evaluate`` on

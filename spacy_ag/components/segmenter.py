@@ -9,12 +9,12 @@ Use it from a config::
     @tokenizers = "spacy-ag.Segmenter.v1"
     grammar = "unigram"              # "unigram" | "colloc" | path to a grammar file
     segment_category = "Word"
-    iterations = 200
-    seed = 0
-    chains = 1
     boundary_chars = null            # null: spacy_ag.corpus.DEFAULT_PUNCTUATION
-    default_a = 0.0001
-    default_b = 10000.0
+    iterations = 200                 # the sampler: read by spacy train and spacy-ag train alike
+    chains = 1
+    seed = 0
+
+    [nlp.tokenizer.sampler]          # any [sampler] setting, e.g. anneal_start = 3.0
 
     [initialize.tokenizer]
     model_path = null                # a model directory written by `spacy-ag train`
@@ -46,6 +46,8 @@ Guarantees of ``__call__`` and ``pipe``:
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
 import warnings
 from pathlib import Path
@@ -64,7 +66,9 @@ if TYPE_CHECKING:
 from spacy.vocab import Vocab
 
 from ..corpus import DEFAULT_PUNCTUATION
+from ..settings import SegmenterSettings, check, keyword_signature
 from .fitting import fit_adaptor_grammar
+from .serialization import ModelSerializer
 
 logger = logging.getLogger("spacy_ag")
 
@@ -80,16 +84,15 @@ __all__ = [
 #: take ``default_a``/``default_b``; ``[:corpus:]`` becomes one rule per
 #: character of the training text.
 BUILTIN_GRAMMARS: Dict[str, str] = {
-    # ALGORITHMS.md 2.1: a sentence is words, a word is characters.
+    # docs/algorithms.md 2.1: a sentence is words, a word is characters.
     "unigram": "1 1 Sentence --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n",
-    # ALGORITHMS.md 2.2: collocations of words.
+    # docs/algorithms.md 2.2: collocations of words.
     "colloc": "1 1 Sentence --> Colloc+\nColloc --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n",
-    # ALGORITHMS.md 2.5: a word is a stem and an optional suffix (for ag_parser's token mode).
+    # docs/algorithms.md 2.5: a word is a stem and an optional suffix (for ag_parser's token mode).
     "morph": ("Word --> Stem Suffix\nWord --> Stem\nStem --> Char+\nSuffix --> Char+\n"
               "1 1 Char --> [:corpus:]\n"),
 }
 
-CFG_VERSION = 1
 
 
 def load_grammar(grammar: str, default_a: float, default_b: float):
@@ -143,208 +146,65 @@ def is_dummy_examples(get_examples: Optional[Callable]) -> bool:
     return getattr(get_examples, "__qualname__", "") == "Language.initialize.<locals>.get_examples"
 
 
-# ---------------------------------------------------------------- serialization helpers
-
-
-def model_to_bytes(model) -> bytes:
-    return model.to_bytes() if model is not None else b""
-
-
-def model_from_bytes(data: bytes, source: str):
-    from ..model import AdaptorGrammar
-
-    return AdaptorGrammar.from_bytes(data, source=source) if data else None
-
-
 def load_model_dir(path: Union[str, Path]):
-    """A model directory (grammar.lt + state.npz); errors name the file."""
+    """A model archive directory (`AdaptorGrammar.save`); errors name the file."""
     from ..model import AdaptorGrammar
 
     return AdaptorGrammar.load(path)
-
-
-def check_cfg(cfg: Dict[str, Any], source: str, kind: str) -> Dict[str, Any]:
-    from ..serialize import ModelFileError
-
-    if not isinstance(cfg, dict) or cfg.get("kind") != kind:
-        raise ModelFileError(f"{source}: not the settings of a spacy-ag {kind}")
-    if cfg.get("cfg_version") != CFG_VERSION:
-        raise ModelFileError(f"{source}: settings of version {cfg.get('cfg_version')!r}, expected "
-                             f"{CFG_VERSION}; use the spacy-ag version that wrote it")
-    return cfg
-
-
-def read_cfg_file(path: Path, kind: str) -> Dict[str, Any]:
-    from ..serialize import ModelFileError
-
-    try:
-        cfg = srsly.read_json(path)
-    except ValueError as err:
-        raise ModelFileError(f"{path}: damaged settings file ({err})") from None
-    return check_cfg(cfg, str(path), kind)
-
-
-def read_cfg_bytes(data: bytes, source: str, kind: str) -> Dict[str, Any]:
-    from ..serialize import ModelFileError
-
-    try:
-        cfg = srsly.json_loads(data)
-    except ValueError as err:
-        raise ModelFileError(f"{source}: damaged settings ({err})") from None
-    return check_cfg(cfg, source, kind)
-
-
-class ModelSerializer:
-    """to_disk/from_disk/to_bytes/from_bytes for a component whose state is
-    ``self.cfg`` (JSON) plus ``self.model`` (an `AdaptorGrammar` or None).
-
-    On disk: ``cfg`` (JSON) and ``model/`` (``grammar.lt`` + ``state.npz``,
-    the format of `AdaptorGrammar.save`). Both honour ``exclude`` ("cfg",
-    "model"). Settings that the component was built with (its config) win
-    over the saved ``cfg``, which is kept for the version check and for
-    people reading the directory.
-    """
-
-    kind = "component"
-    model: Any = None
-
-    def _cfg_out(self) -> Dict[str, Any]:
-        from .. import __version__
-
-        return {"kind": self.kind, "cfg_version": CFG_VERSION, "spacy_ag_version": __version__,
-                "fitted": self.model is not None, **self.cfg}
-
-    def _set_model(self, model) -> None:
-        self.model = model
-
-    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
-        """Save to a directory.
-
-        path (str / Path): The directory (created if needed).
-        exclude (Iterable[str]): "cfg" and/or "model" to leave out.
-        """
-        path = util.ensure_path(path)
-
-        def write_model(p: Path) -> None:
-            if self.model is not None:
-                self.model.save(p)
-
-        util.to_disk(path, {"cfg": lambda p: srsly.write_json(p, self._cfg_out()), "model": write_model},
-                     exclude)
-
-    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()):
-        """Load from a directory written by `to_disk`.
-
-        RETURNS: The component, with the saved model (if any).
-        """
-        from ..serialize import ModelFileError
-
-        path = util.ensure_path(path)
-        saved: Dict[str, Any] = {}
-
-        def read_cfg(p: Path) -> None:
-            if p.exists():
-                saved.update(read_cfg_file(p, self.kind))
-
-        def read_model(p: Path) -> None:
-            if p.exists():
-                self._set_model(load_model_dir(p))
-            elif saved.get("fitted") and "model" not in exclude:
-                raise ModelFileError(f"{p}: model directory missing; {path} is incomplete")
-
-        util.from_disk(path, {"cfg": read_cfg, "model": read_model}, exclude)
-        return self
-
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        """Serialize to bytes (msgpack with "cfg" and "model" keys).
-
-        RETURNS (bytes): The serialized component.
-        """
-        return util.to_bytes({"cfg": lambda: srsly.json_dumps(self._cfg_out(), sort_keys=True),
-                              "model": lambda: model_to_bytes(self.model)}, exclude)
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()):
-        """Load from bytes produced by `to_bytes`.
-
-        RETURNS: The component.
-        """
-        from ..serialize import ModelFileError
-
-        source = f"<{self.kind} bytes>"
-        try:
-            srsly.msgpack_loads(bytes_data)
-        except ValueError as err:
-            raise ModelFileError(f"{source}: damaged data ({err})") from None
-        util.from_bytes(bytes_data, {"cfg": lambda b: read_cfg_bytes(b, source, self.kind),
-                                     "model": lambda b: self._set_model(model_from_bytes(b, source))},
-                        exclude)
-        return self
 
 
 # ---------------------------------------------------------------- the tokenizer
 
 
 @registry.tokenizers("spacy-ag.Segmenter.v1")
-def create_segmenter(
-    grammar: str = "unigram",
-    segment_category: str = "Word",
-    iterations: int = 200,
-    seed: int = 0,
-    chains: int = 1,
-    boundary_chars: Optional[str] = None,
-    default_a: float = 1e-4,
-    default_b: float = 1e4,
-    scorer: Optional[Callable] = None,
-) -> Callable[["Language"], "Segmenter"]:
-    """Registered tokenizer ``spacy-ag.Segmenter.v1``.
+def create_segmenter(scorer: Optional[Callable] = None, **settings: Any) -> Callable[["Language"], "Segmenter"]:
+    """Registered tokenizer ``spacy-ag.Segmenter.v1``; its settings are `SegmenterSettings`.
 
-    grammar (str): "unigram", "colloc" or the path of a grammar file; it is only
-        read when the segmenter is fitted (a saved pipeline carries its grammar).
-    segment_category (str): The nonterminal whose nodes are the words.
-    iterations (int): MCMC sweeps when fitting in `initialize`.
-    seed (int): Random seed of the sampler.
-    chains (int): Parallel chains (decoding uses chain 0).
-    boundary_chars (Optional[str]): Characters that are always words of their
-        own and never inside a word; None means spacy_ag.corpus.DEFAULT_PUNCTUATION,
-        "" means whitespace only.
-    default_a (float): PY discount of adapted nonterminals without numbers.
-    default_b (float): PY concentration of adapted nonterminals without numbers.
     scorer (Optional[Callable]): Scoring function for `Segmenter.score`;
         default spacy-ag.segmentation_scorer.v1.
     RETURNS (Callable[[Language], Segmenter]): The tokenizer factory.
     """
+    checked = check(SegmenterSettings, settings, "nlp.tokenizer")
 
     def segmenter_factory(nlp) -> "Segmenter":
-        return Segmenter(nlp.vocab, grammar=grammar, segment_category=segment_category,
-                         iterations=iterations, seed=seed, chains=chains, boundary_chars=boundary_chars,
-                         default_a=default_a, default_b=default_b, scorer=scorer)
+        return Segmenter(nlp.vocab, scorer=scorer, **dataclasses.asdict(checked))
 
     return segmenter_factory
 
 
+create_segmenter.__signature__ = keyword_signature(
+    SegmenterSettings, extra=[inspect.Parameter("scorer", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                                annotation=Optional[Callable])])
+
+
 class Segmenter(ModelSerializer, util.DummyTokenizer):
-    """Adaptor-grammar word segmentation as a spaCy tokenizer (see the module doc)."""
+    """Adaptor-grammar word segmentation as a spaCy tokenizer (see the module doc).
+
+    vocab (Vocab): The shared vocabulary.
+    scorer (Optional[Callable]): Scoring function (default: token, boundary and lexicon P/R/F).
+    **settings: Any `SegmenterSettings` (grammar, boundary_chars, iterations, sampler, ...).
+    """
 
     kind = "segmenter"
 
-    def __init__(self, vocab: Vocab, *, grammar: str = "unigram", segment_category: str = "Word",
-                 iterations: int = 200, seed: int = 0, chains: int = 1,
-                 boundary_chars: Optional[str] = None, default_a: float = 1e-4, default_b: float = 1e4,
-                 scorer: Optional[Callable] = None) -> None:
-        if iterations < 1 or chains < 1:
-            raise ValueError(f"spacy-ag.Segmenter.v1: iterations and chains must be >= 1, got "
-                             f"{iterations} and {chains}")
+    def __init__(self, vocab: Vocab, *, scorer: Optional[Callable] = None, **settings: Any) -> None:
         self.vocab = vocab
-        self.cfg: Dict[str, Any] = {
-            "grammar": grammar, "segment_category": segment_category, "iterations": iterations,
-            "seed": seed, "chains": chains, "boundary_chars": boundary_chars,
-            "default_a": default_a, "default_b": default_b,
-        }
+        self.settings = check(SegmenterSettings, settings, "nlp.tokenizer")
+        self.cfg: Dict[str, Any] = dataclasses.asdict(self.settings)
+        boundary_chars = self.settings.boundary_chars
         self.boundary = frozenset(DEFAULT_PUNCTUATION if boundary_chars is None else boundary_chars)
         self.scorer = scorer
         self.model = None
         self._warned = False
         self._quiet = False
+
+    def _load_model(self, path: Path):
+        return load_model_dir(path)
+
+    def _model_from_bytes(self, data: bytes, source: str):
+        from ..model import AdaptorGrammar
+
+        return AdaptorGrammar.from_bytes(data, source=source)
 
     # -------------------------------------------------------------- state
     @property
@@ -452,7 +312,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
         logger.info("spacy-ag segmenter: fitting %s on %d chunks, %d iterations",
                     cfg["grammar"], len(lines), cfg["iterations"])
         return fit_adaptor_grammar(model, lines, component="tokenizer", grammar=str(cfg["grammar"]),
-                                   iterations=cfg["iterations"], chains=cfg["chains"], seed=cfg["seed"])
+                                   settings=self.settings)
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -485,7 +345,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
     # -------------------------------------------------------------- scoring
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
         """token_acc/p/r/f (spaCy's Scorer.score_tokenization) plus boundary_p/r/f
-        and lexicon_p/r/f (ALGORITHMS.md 5.2).
+        and lexicon_p/r/f (docs/algorithms.md 5.2).
 
         RETURNS (Dict[str, Any]): The scores.
         """

@@ -30,6 +30,13 @@ def make_tokenizer_update(nlp: Language, name: str) -> "TokenizerUpdate":
 class TokenizerUpdate(Pipe):
     model = None  # nothing for spaCy's optimizer
 
+    @property
+    def is_trainable(self) -> bool:
+        return True
+
+    def finish_update(self, sgd=None) -> None:
+        """Nothing to do: the segmenter's `update` already made its online step."""
+
     def __init__(self, tokenizer, name: str = "ag_tokenizer_update") -> None:
         self.tokenizer = tokenizer
         self.name = name

@@ -20,10 +20,10 @@ negative log likelihood of the batch.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
-import srsly
 from spacy import util
 from spacy.language import Language
 from spacy.pipeline import Pipe
@@ -31,9 +31,9 @@ from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from ..settings import TopicComponentSettings, check, defaults, keyword_signature, topic_online_settings
 from .segmenter import is_dummy_examples
-
-ATTRS = ("LOWER", "ORTH", "NORM", "LEMMA")
+from .serialization import ModelSerializer
 
 
 def install_topic_extensions() -> None:
@@ -47,47 +47,58 @@ install_topic_extensions()
 @Language.factory(
     "ag_topics",
     assigns=["doc.cats", "doc._.ag_topics", "token._.ag_topic"],
-    default_config={"n_topics": 5, "alpha": 0.1, "a": 0.0, "b": "auto", "passes": 1, "seed": 0,
-                    "attr": "LOWER", "skip_stop": False, "prefix": "TOPIC_", "batch_size": 50,
-                    "truncation": 3000, "local_iterations": 20},
+    default_config=defaults(TopicComponentSettings),
 )
-def make_ag_topics(nlp: Language, name: str, n_topics: int, alpha: float, a: float, b: Union[float, str],
-                   passes: int,
-                   seed: int, attr: str, skip_stop: bool, prefix: str, batch_size: int, truncation: int,
-                   local_iterations: int) -> "AGTopics":
-    """The topic tagger.
+def make_ag_topics(nlp: Language, name: str, **settings: Any) -> "AGTopics":
+    """The topic tagger; its settings are `TopicComponentSettings`."""
+    return AGTopics(nlp.vocab, name, **settings)
 
-    n_topics (int): Number of topics.
-    alpha (float): Dirichlet prior of the document proportions.
-    a (float): Pitman-Yor discount of every topic.
-    b (Union[float, str]): Pitman-Yor concentration of every topic; "auto": tokens / (2 n_topics)
-        of the training examples (see `TopicModel.prepare`).
-    passes (int): Online passes over the examples in `initialize`.
-    seed (int): Random seed.
-    attr (str): Token attribute that is the word: LOWER, ORTH, NORM or LEMMA.
-    skip_stop (bool): Leave stop words out of the model.
-    prefix (str): Prefix of the ``doc.cats`` labels.
-    batch_size (int): Documents per online minibatch.
-    truncation (int): Entries kept per topic (K_Topic).
-    local_iterations (int): Fixed-point iterations of a document's proportions.
+
+make_ag_topics.__signature__ = keyword_signature(TopicComponentSettings, "nlp", "name")
+
+
+class AGTopics(ModelSerializer, Pipe):
+    """Topics of Docs and tokens (see the module doc).
+
+    vocab (Vocab): The shared vocabulary.
+    name (str): The component name.
+    **settings: Any `TopicComponentSettings` (n_topics, alpha, attr, ...).
     """
-    return AGTopics(nlp.vocab, name, n_topics=n_topics, alpha=alpha, a=a, b=b, passes=passes, seed=seed,
-                    attr=attr, skip_stop=skip_stop, prefix=prefix, batch_size=batch_size, truncation=truncation,
-                    local_iterations=local_iterations)
 
-
-class AGTopics(Pipe):
+    kind = "topics"
     model = None  # the TopicModel (not a thinc model: nothing for spaCy's optimizer)
 
-    def __init__(self, vocab: Vocab, name: str = "ag_topics", **cfg: Any) -> None:
-        if cfg.get("attr", "LOWER") not in ATTRS:
-            raise ValueError(f"{name}: attr must be one of {', '.join(ATTRS)}, got {cfg.get('attr')!r}")
-        if cfg.get("n_topics", 5) < 1:
-            raise ValueError(f"{name}: n_topics must be at least 1, got {cfg.get('n_topics')}")
+    @property
+    def is_trainable(self) -> bool:
+        return True
+
+    def finish_update(self, sgd=None) -> None:
+        """Nothing to do: `update` already made its online step (spaCy's optimizer has no part in it)."""
+
+    def __init__(self, vocab: Vocab, name: str = "ag_topics", **settings: Any) -> None:
         self.vocab = vocab
         self.name = name
-        self.cfg: Dict[str, Any] = dict(cfg)
+        self.settings = check(TopicComponentSettings, settings, name)
+        self.cfg: Dict[str, Any] = dataclasses.asdict(self.settings)
         self.model = None
+
+    def _load_model(self, path: Path):
+        from ..topics import TopicModel
+
+        return TopicModel.load(path)
+
+    def _model_from_bytes(self, data: bytes, source: str):
+        from ..topics import TopicModel
+
+        return TopicModel.from_bytes(data, source)
+
+    def _set_model(self, model) -> None:
+        if model is not None and model.n_topics != self.cfg["n_topics"]:
+            from ..errors import ModelFileError
+
+            raise ModelFileError(f"{self.name}: the saved model has {model.n_topics} topics but the component's "
+                                 f"n_topics is {self.cfg['n_topics']}; set n_topics = {model.n_topics}")
+        self.model = model
 
     # -------------------------------------------------------------- words
     def _modelled(self, token: Token) -> bool:
@@ -101,13 +112,13 @@ class AGTopics(Pipe):
         return [self._word(t) for t in doc if self._modelled(t)]
 
     def _new_model(self):
-        from ..topics import TopicModel, default_topic_settings
+        from ..topics import TopicModel
 
         c = self.cfg
         return TopicModel(c["n_topics"], alpha=c["alpha"], a=c["a"], b=c["b"],
                           local_iterations=c["local_iterations"],
-                          online=default_topic_settings(batch_size=c["batch_size"],
-                                                        default_truncation=c["truncation"]))
+                          online=topic_online_settings(batch_size=c["batch_size"],
+                                                       default_truncation=c["truncation"]))
 
     # -------------------------------------------------------------- training
     def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
@@ -155,39 +166,3 @@ class AGTopics(Pipe):
                 for token, row in zip(tokens, rows):
                     token._.ag_topic = None if row is None else int(row.argmax())
                 yield doc
-
-    # -------------------------------------------------------------- saving
-    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
-        path = util.ensure_path(path)
-
-        def write_model(p: Path) -> None:
-            if self.model is not None:
-                self.model.save(p)
-
-        util.to_disk(path, {"cfg": lambda p: srsly.write_json(p, self.cfg), "model": write_model}, exclude)
-
-    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "AGTopics":
-        from ..topics import TopicModel
-
-        path = util.ensure_path(path)
-
-        def read_model(p: Path) -> None:
-            if p.exists():
-                self.model = TopicModel.load(p)
-
-        util.from_disk(path, {"cfg": lambda p: None, "model": read_model}, exclude)
-        return self
-
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return util.to_bytes({"cfg": lambda: srsly.json_dumps(self.cfg, sort_keys=True),
-                              "model": lambda: self.model.to_bytes() if self.model is not None else b""},
-                             exclude)
-
-    def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "AGTopics":
-        from ..topics import TopicModel
-
-        def read_model(b: bytes) -> None:
-            self.model = TopicModel.from_bytes(b) if b else None
-
-        util.from_bytes(data, {"cfg": lambda b: None, "model": read_model}, exclude)
-        return self

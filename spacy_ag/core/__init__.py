@@ -4,6 +4,30 @@ import os
 from pathlib import Path
 
 
+def prefer_fork_safe_threading() -> bool:
+    """Have numba pick a fork-safe threading layer, unless the user chose one.
+
+    ``nlp.pipe(n_process=k)`` forks. numba's default layer on Linux without
+    TBB is GNU OpenMP, which is not fork-safe: once a parallel kernel (an
+    E-step, topic inference) has run in this process, the first one in a
+    forked worker hangs forever. numba's "forksafe" choice takes tbb if
+    installed, else OpenMP only where it is fork-safe (not GNU's), else
+    workqueue. numba fixes the layer at its first parallel launch, so this
+    runs here, before any kernel of this package is compiled or loaded; a
+    NUMBA_THREADING_LAYER variable, a numba.config setting or a layer already
+    running is left alone. Returns whether the setting was changed.
+    """
+    from numba import config
+    from numba.np.ufunc import parallel
+
+    if "NUMBA_THREADING_LAYER" in os.environ or str(config.THREADING_LAYER).lower() != "default":
+        return False
+    if getattr(parallel, "_is_initialized", False):  # too late: the layer is already chosen
+        return False
+    config.THREADING_LAYER = "forksafe"
+    return True
+
+
 def clear_stale_kernel_cache(folder: Path) -> bool:
     """Drop numba's cached kernels of `folder` when any of its sources changed.
 
@@ -36,3 +60,4 @@ def clear_stale_kernel_cache(folder: Path) -> bool:
 
 
 clear_stale_kernel_cache(Path(__file__).parent)
+prefer_fork_safe_threading()

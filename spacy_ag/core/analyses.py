@@ -1,4 +1,4 @@
-"""Adding, removing, scoring, comparing and freeing analyses (ALGORITHMS.md 3.7-3.9).
+"""Adding, removing, scoring, comparing and freeing analyses (docs/algorithms.md 3.7-3.9).
 
 All walks use explicit stacks. `add` and `remove` return the log of the exact
 conditional probability of the analysis given the rest of the state; `log_r`

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import resource
 import time
-from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..settings import SamplerSettings
 from .compiled import CompiledGrammar
 from .hyper import log_hyper_prior, log_posterior, sample_hyperparameters
 from .rng import make_rng, shuffle
@@ -22,37 +22,6 @@ from .sampler import (
 )
 from .segmentation import corpus_marks
 from .state import State, grow, new_state
-
-
-@dataclass
-class SamplerSettings:
-    """MCMC settings; defaults follow ALGORITHMS.md 3.16 (py-cfg flags in brackets)."""
-
-    collapsed: bool = True  # integrate theta out [-E]
-    init: str = "batch"  # or "incremental" [-D]
-    label_resampling: bool = True  # [-R -1]
-    mh: bool = True  # Metropolis-Hastings correction [-H turns it off]
-    random_order: bool = True  # [-I for corpus order]
-    sample_hyper: bool = True
-    sample_a: bool = True
-    beta_e: float = 1.0  # a ~ Beta(e, f) [-e -f]
-    beta_f: float = 1.0
-    gamma_shape: float = 0.1  # b ~ Gamma(shape, scale) [-h shape, -g scale]
-    gamma_scale: float = 10.0
-    hyper_rounds: int = 5
-    hyper_iterations: int = 20
-    hyper_start: int = 3  # first iteration that samples hyperparameters
-    anneal_start: float = 1.0  # initial temperature [-T]; 1 = no annealing
-    anneal_iterations: int = 0  # iterations over which it falls to 1 [-m]
-
-    def temperature(self, iteration: int) -> float:
-        if self.anneal_iterations <= 0 or iteration > self.anneal_iterations or self.anneal_start <= 1:
-            return 1.0
-        frac = (iteration - 1) / self.anneal_iterations
-        return float(self.anneal_start ** (1.0 - frac))
-
-    def to_dict(self) -> Dict:
-        return asdict(self)
 
 
 class UnparseableSentence(ValueError):

@@ -1,4 +1,4 @@
-"""Inside chart, top-down sampling and Viterbi parsing (ALGORITHMS.md 3.5, 3.6).
+"""Inside chart, top-down sampling and Viterbi parsing (docs/algorithms.md 3.5, 3.6).
 
 The inside chart is linear with one log scale per cell: every cell is divided
 by the power of two just above its largest entry and that power's log is kept

@@ -1,4 +1,4 @@
-"""Grammar -> flat arrays for the kernels (ALGORITHMS.md 3.4).
+"""Grammar -> flat arrays for the kernels (docs/algorithms.md 3.4).
 
 Chart symbols are the user's nonterminals, then one pseudo-nonterminal per
 terminal that appears inside a longer right-hand side (so every binary rule

@@ -1,4 +1,4 @@
-"""Variational expectations of the online and batch variational algorithms (ALGORITHMS.md 4.3).
+"""Variational expectations of the online and batch variational algorithms (docs/algorithms.md 4.3).
 
 The first piece of the variational engine (issue 4): the approximating PCFG
 of the variational algorithm has the same shape as MCMC's G', with weights

@@ -1,4 +1,4 @@
-"""Truncated grammatons stored in the sampler state's tables (ALGORITHMS.md 4.1, 4.5, 4.10).
+"""Truncated grammatons stored in the sampler state's tables (docs/algorithms.md 4.1, 4.5, 4.10).
 
 A grammaton entry of adapted `c` is a subtree with a fixed derivation and a
 known yield: exactly what an MCMC table is. So the variational engine keeps

@@ -1,4 +1,4 @@
-"""The hybrid online learner: the Python driver around the variational kernels (ALGORITHMS.md 4.11).
+"""The hybrid online learner: the Python driver around the variational kernels (docs/algorithms.md 4.11).
 
 `OnlineLearner.step` is one minibatch of Algorithm 2. Everything the learner
 knows is in two namedtuples of arrays (the `State` holding the grammatons
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import resource
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional
 
 import numba
 import numpy as np
 
+from ..settings import OnlineSettings
 from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
 from .grammatons import Variational, entries_by_rank, fit_capacity, new_variational
@@ -31,33 +31,6 @@ from .vhyper import update_alpha, update_concentration, update_discount
 _MASK = (1 << 64) - 1
 #: Terminals in a minibatch below which the E-step runs on one thread (hand-offs would cost more).
 PARALLEL_MIN_TERMINALS = 2000
-
-
-@dataclass
-class OnlineSettings:
-    """Settings of the variational modes; defaults are [ZBC14]'s Brent unigram settings (4.16)."""
-
-    batch_size: int = 20  # B (vb: ignored, the whole corpus)
-    tau: float = 128.0  # decay inertia
-    kappa: float = 0.6  # decay rate (vb: 0)
-    samples: int = 10  # S: trees drawn per sentence
-    refine_every: int = 50  # u: minibatches between prunings (vb: every pass)
-    truncation: Dict[str, int] = field(default_factory=dict)  # K per adapted nonterminal
-    default_truncation: int = 1500  # K where neither `truncation` nor the grammar (`@ X K`) says
-    passes: int = 1  # passes over a corpus (vb: iterations)
-    corpus_size: int = 0  # D; 0: the corpus length (fit) or the sentences seen so far (stream)
-    # how decayed statistics are scaled when gamma and nu are formed (4.7): "none" (the paper's
-    # equations), "bias" (divided by 1 - prod(1 - eps)) or "tau_kappa" ([PyAdaGram]: times tau^kappa)
-    statistics_scale: str = "none"
-    update_alpha: bool = True
-    update_b: bool = True
-    update_a: bool = False
-    rederive: bool = True  # table-label re-derivation after each pruning
-    hyper_iterations: int = 20
-    workers: int = 0  # threads of the E-step (0: all cores)
-
-    def to_dict(self) -> Dict:
-        return asdict(self)
 
 
 def _mix(*values: int) -> int:

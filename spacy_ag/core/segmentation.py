@@ -1,4 +1,4 @@
-"""Reading segmentations off analyses (ALGORITHMS.md 5.1).
+"""Reading segmentations off analyses (docs/algorithms.md 5.1).
 
 Words are the yields of the outermost nodes of the segmentation category;
 characters covered by no such node become one-character words. A

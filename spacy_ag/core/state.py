@@ -5,7 +5,7 @@ in one pool of nodes linked as first-child / next-sibling lists. An adapted
 node is a TABLE node pointing at a table; the table owns its label (a RULE
 node). A table whose last customer leaves is only marked CLOSED, keeping its
 label, so that a rejected Metropolis-Hastings proposal can reopen it: this is
-the New/Join bookkeeping of ALGORITHMS.md 3.7 without copying trees. Closed
+the New/Join bookkeeping of docs/algorithms.md 3.7 without copying trees. Closed
 tables and dead nodes are freed once the step is decided.
 
 Table yields are nodes of a trie over terminal ids, stored in an

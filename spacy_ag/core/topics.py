@@ -1,4 +1,4 @@
-"""E-step of the InfVocLDA adaptor grammar (ALGORITHMS.md 2.4 with the online algorithm of 4).
+"""E-step of the InfVocLDA adaptor grammar (docs/algorithms.md 2.4 with the online algorithm of 4).
 
 The grammar is `DOC -> TOPIC_i`, `@TOPIC_i -> WORD`, `WORD -> CHARS`,
 `CHARS -> CHAR | CHAR CHARS`, `CHAR -> c`. Every word token is a sentence,

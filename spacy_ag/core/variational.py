@@ -1,4 +1,4 @@
-"""Kernels of the hybrid variational algorithm (ALGORITHMS.md 4.3-4.9, 4.11, 4.15).
+"""Kernels of the hybrid variational algorithm (docs/algorithms.md 4.3-4.9, 4.11, 4.15).
 
 One minibatch is: `estep` (parallel: inside chart of every sentence under
 G', S trees drawn into flat records, the state only read), `absorb`

@@ -1,4 +1,4 @@
-"""Newton steps for the variational hyperparameters (ALGORITHMS.md 4.8).
+"""Newton steps for the variational hyperparameters (docs/algorithms.md 4.8).
 
 Run after each pruning: the Dirichlet pseudo-counts alpha of every
 nonterminal, the concentration b of every adaptor and, on request, the

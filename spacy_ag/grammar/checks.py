@@ -4,7 +4,7 @@ The reader calls `validate` on every grammar it builds (structure); users call
 it again with their corpus (coverage), because a character that no rule can
 produce makes a sentence unparseable and should be reported before training
 rather than as a zero-probability parse hours later. Every failure is one
-`GrammarError` line: file, line, problem and fix (ALGORITHMS.md 1.5, 1.7, 3.4).
+`GrammarError` line: file, line, problem and fix (docs/algorithms.md 1.5, 1.7, 3.4).
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def _format_cycle(path: List[Tuple[str, Rule]]) -> str:
 
 
 def check_structure(grammar: Grammar) -> None:
-    """The load-time checks of ALGORITHMS.md 1.5 and 3.4, in the order that
+    """The load-time checks of docs/algorithms.md 1.5 and 3.4, in the order that
     gives the most specific message first."""
     _check_symbols(grammar)
     _check_rules(grammar)

@@ -1,4 +1,4 @@
-"""Read grammar files into a `Grammar` (ALGORITHMS.md 1.6, 1.7).
+"""Read grammar files into a `Grammar` (docs/algorithms.md 1.6, 1.7).
 
 Two syntaxes map onto the one model of `rules.py`, so every check in
 `checks.py` serves both:
@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
+from ..settings import DEFAULT_A, DEFAULT_B
 from .checks import validate
 from .rules import CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule
 
@@ -62,8 +63,8 @@ def read_grammar(
     *,
     fmt: str = "auto",
     default_weight: float = 1.0,
-    default_a: float = 0.1,
-    default_b: float = 1000.0,
+    default_a: float = DEFAULT_A,
+    default_b: float = DEFAULT_B,
     alphabet: Optional[Iterable[str]] = None,
     source: Optional[str] = None,
     extra_rule_files: Sequence[PathOrText] = (),
@@ -95,8 +96,8 @@ def parse_grammar_text(
     *,
     fmt: str = "auto",
     default_weight: float = 1.0,
-    default_a: float = 0.1,
-    default_b: float = 1000.0,
+    default_a: float = DEFAULT_A,
+    default_b: float = DEFAULT_B,
     alphabet: Optional[Iterable[str]] = None,
     source: Optional[str] = None,
     extra_texts: Sequence[Tuple[str, str]] = (),
@@ -366,7 +367,7 @@ def _expand_shorthand(rhs: Tuple[str, ...], parents: Set[str], dummies: Dict[str
                       where: Line) -> List[Tuple[str, ...]]:
     """Every keep/drop combination of the optional items, without duplicates
     (two optional `Syllable`s give the middle rule twice; its weight is not
-    doubled, ALGORITHMS.md 7 item 12) and without the empty one."""
+    doubled, docs/algorithms.md 7 item 12) and without the empty one."""
     choices = []
     for token in rhs:
         symbol, optional = _shorthand_item(token, parents)
@@ -478,7 +479,7 @@ def _parse_pyadagram(lines: List[Line], options: _Options) -> Grammar:
 
 
 def _pyadagram_adaptor(line: Line, tokens: List[str]) -> Tuple[Line, str, Adaptor]:
-    """`@ NT K concentration discount`: note the b-before-a order (ALGORITHMS.md 0.2)."""
+    """`@ NT K concentration discount`: note the b-before-a order (docs/algorithms.md 0.2)."""
     if len(tokens) != 5:
         raise line.error("adaptor line must be `@ Nonterminal K concentration discount`, e.g. `@ Word 1500 100 0`")
     truncation = _number(line, tokens[2], "truncation K")

@@ -10,12 +10,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from ..errors import SpacyAgError
+
 #: The right-hand-side token that expands to every character of the corpus.
 CORPUS_CLASS = "[:corpus:]"
 
 
-class GrammarError(ValueError):
+class GrammarError(SpacyAgError):
     """A mistake in a grammar file, reported as one line: file, line, problem, fix."""
+
+    code = "E100"
 
     def __init__(self, message: str, path: Optional[str] = None, line: Optional[int] = None):
         where = ""

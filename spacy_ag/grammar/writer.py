@@ -1,4 +1,4 @@
-"""Write a `Grammar` as plain py-cfg text (ALGORITHMS.md 1.7.1).
+"""Write a `Grammar` as plain py-cfg text (docs/algorithms.md 1.7.1).
 
 The output is what py-cfg itself reads (no comments, shorthand already
 expanded) and reading it back with `read_grammar` gives an equivalent grammar

@@ -1,4 +1,4 @@
-"""Unsupervised morphology with word-internal adaptor grammars ([JGG06] §4.2, ALGORITHMS.md 2.5).
+"""Unsupervised morphology with word-internal adaptor grammars ([JGG06] §4.2, docs/algorithms.md 2.5).
 
 * `grammars`: the stem-suffix, prefix-stem-suffix and submorph grammars,
   with or without hidden classes, generated from their settings;

@@ -6,7 +6,7 @@ the like. Users ask for morphs by the *unindexed* name (``--level
 Stem,Suffix``), so a level matches a label equal to it or equal to it plus
 ``_<digits>``: the class index is part of the model, not of what a morph is.
 
-A word's segmentation at a set of levels is read like ALGORITHMS.md 5.1 reads
+A word's segmentation at a set of levels is read like docs/algorithms.md 5.1 reads
 words: the yields of the outermost nodes whose label matches a level, left to
 right. Characters covered by no such node (for example the prefix of a
 prefix-stem-suffix parse when only ``Stem,Suffix`` are asked for) are not

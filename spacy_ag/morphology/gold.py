@@ -15,7 +15,7 @@ begins. If an analysis' surfaces do not spell its word (never the case in the
 analysis cannot be placed on the word's letters; it is dropped with one
 warning line, and a word left with no analysis is an error.
 
-Scores follow ALGORITHMS.md 5.2 (boundaries without the word edges,
+Scores follow docs/algorithms.md 5.2 (boundaries without the word edges,
 micro-averaged) with the Morpho Challenge rule for alternatives: each word is
 scored against *the one alternative that matches the prediction best* (the
 highest per-word F, ties broken by more correct boundaries, then by the first

@@ -1,9 +1,9 @@
-"""Topic coherence (ALGORITHMS.md 5.4): average pairwise PMI and NPMI of a topic's top words.
+"""Topic coherence (docs/algorithms.md 5.4): average pairwise PMI and NPMI of a topic's top words.
 
 [ZBC14] score topics by the PMI of their top `T = 10` words (after Newman et
 al. 2009), with probabilities estimated from co-occurrences in a reference
 corpus. The paper leaves the counting undefined; this module fixes it
-(ALGORITHMS.md 5.4, **INFERRED** defaults) and reports every choice with the
+(docs/algorithms.md 5.4, **INFERRED** defaults) and reports every choice with the
 score, because PMI values are only comparable under the same definition and
 the same reference corpus.
 
@@ -270,7 +270,7 @@ class CooccurrenceCounts:
 
 
 DEFINITION = (
-    "ALGORITHMS.md 5.4: per topic the mean over pairs j<k of its top words of "
+    "docs/algorithms.md 5.4: per topic the mean over pairs j<k of its top words of "
     "PMI = log[P(w,w')/(P(w)P(w'))] (natural log) and NPMI = PMI / -log P(w,w'); "
     "mean over topics. Sliding windows of `window` tokens inside each reference "
     "document (n-window+1 windows, or one window for a shorter document); "

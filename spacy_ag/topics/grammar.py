@@ -1,4 +1,4 @@
-"""The InfVocLDA grammar of a number of topics and an alphabet (ALGORITHMS.md 2.4).
+"""The InfVocLDA grammar of a number of topics and an alphabet (docs/algorithms.md 2.4).
 
 Generated, never written by hand: documents choose topics (`DOC -> TOPIC_i`,
 whose Dirichlet pseudo-count is LDA's alpha), adapted topics draw words
@@ -27,7 +27,7 @@ def topic_grammar_text(n_topics: int, alphabet: Iterable[str], *, alpha: float =
     bad = [c for c in chars if len(c) != 1 or c.isspace()]
     if bad:
         raise ValueError(f"terminals must be single non-space characters, got {bad[:3]!r}")
-    lines = [f"# InfVocLDA topic grammar: {n_topics} topics over {len(chars)} characters (ALGORITHMS.md 2.4)",
+    lines = [f"# InfVocLDA topic grammar: {n_topics} topics over {len(chars)} characters (docs/algorithms.md 2.4)",
              "1 1 SENT --> DOC"]
     lines += [f"{alpha!r} 1 DOC --> TOPIC_{i}" for i in range(n_topics)]
     lines += [f"1 {a!r} {b!r} TOPIC_{i} --> WORD" for i in range(n_topics)]

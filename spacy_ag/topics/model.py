@@ -15,32 +15,27 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 import numpy as np
 
 from ..core.compiled import CompiledGrammar
-from ..core.online import OnlineLearner, OnlineSettings, _mix
+from ..core.online import OnlineLearner, _mix
 from ..core.state import yield_length, yield_terms
 from ..core.topics import TopicRules, absorb_documents, infer_documents
 from ..core.variational import stick_parameters
 from ..grammar import parse_grammar_text, write_pycfg
-from ..serialize import meta_header, read_npz, state_from_arrays
+from ..settings import TOPIC_ONLINE_DEFAULTS, OnlineSettings, topic_online_settings
+from ..archive import reproducible
+from ..serialize import state_from_arrays
 from .grammar import topic_grammar
 
 PathLike = Union[str, os.PathLike]
 Report = Callable[[Dict], None]
 
-#: [ZBC14]'s de-news settings (4.16: B = 50, K_Topic = 3k), except two measured choices
-#: (benchmarks/topics.py, de-news, K = 5 and 20): the topics' a and b stay fixed and b starts
-#: large (see `TopicModel`), since the Newton step on b settles near K'/|E log rho| (a few
-#: hundred) and the topics then freeze around their first, random words (PMI about .1 against
-#: 1.2-2.9); and pruning re-sorts the sticks every 20 minibatches instead of 100, so that a word
-#: that became frequent in a topic does not wait most of a pass behind the early entries.
-TOPIC_DEFAULTS = dict(batch_size=50, tau=64.0, kappa=0.8, refine_every=20, default_truncation=3000,
-                      rederive=False, update_alpha=False, update_a=False, update_b=False)
+#: The topic model's online settings (defined in `spacy_ag.settings`, with the reasons).
+TOPIC_DEFAULTS = TOPIC_ONLINE_DEFAULTS
 
 #: b = "auto": this fraction of the expected number of tokens per topic (tokens / K).
 AUTO_B_PER_TOKEN = 0.5
 
 
-def default_topic_settings(**overrides) -> OnlineSettings:
-    return OnlineSettings(**{**TOPIC_DEFAULTS, **overrides})
+default_topic_settings = topic_online_settings
 
 
 class TopicLearner(OnlineLearner):
@@ -180,7 +175,7 @@ class TopicModel:
         docs = [list(d) for d in docs]
         self.prepare({c for d in docs for token in d for c in token}, sum(len(d) for d in docs))
         for p in range(passes):
-            order = np.random.default_rng(_mix(seed, p) % (2 ** 63)).permutation(len(docs))
+            order = self.pass_order(len(docs), seed, p)
             self.partial_fit((docs[i] for i in order), seed=seed + p, corpus_size=len(docs), callback=callback)
         return self
 
@@ -194,24 +189,35 @@ class TopicModel:
         untrained model, and with b = "auto" its b from D times the first
         minibatch's mean document length (call `prepare` to give both up front).
         """
+        for batch in self.minibatches(docs):
+            self.step(batch, seed=seed, corpus_size=corpus_size, callback=callback)
+        return self
+
+    def minibatches(self, docs: Iterable[Sequence[str]]) -> Iterable[List[Sequence[str]]]:
+        """`docs` in minibatches of `online.batch_size` (the last one may be shorter)."""
         B = self.online.batch_size
         batch: List[Sequence[str]] = []
         for doc in docs:
             batch.append(doc)
             if len(batch) == B:
-                self._step(batch, seed, corpus_size, callback)
+                yield batch
                 batch = []
         if batch:
-            self._step(batch, seed, corpus_size, callback)
-        return self
+            yield batch
+
+    def pass_order(self, n_docs: int, seed: int, pass_index: int) -> np.ndarray:
+        """The order in which `fit` visits the documents in pass `pass_index`."""
+        return np.random.default_rng(_mix(seed, pass_index) % (2 ** 63)).permutation(n_docs)
 
     def update_documents(self, docs: Sequence[Sequence[str]], *, seed: int = 0,
                          corpus_size: Optional[int] = None) -> float:
         """One online minibatch made of `docs` (what a spaCy `update` does); returns the documents'
         log likelihood under G' before the step."""
-        return self._step([list(d) for d in docs], seed, corpus_size, None)["batch_loglik"]
+        return self.step([list(d) for d in docs], seed=seed, corpus_size=corpus_size)["batch_loglik"]
 
-    def _step(self, batch, seed, corpus_size, callback) -> Dict:
+    def step(self, batch: Sequence[Sequence[str]], *, seed: int = 0, corpus_size: Optional[int] = None,
+             callback: Optional[Report] = None) -> Dict:
+        """One online minibatch; returns its trace line (`callback` gets the lines of refinements)."""
         if self.compiled is None:
             per_doc = sum(len(d) for d in batch) / max(1, len(batch))
             self.prepare({c for d in batch for token in d for c in token},
@@ -308,74 +314,61 @@ class TopicModel:
                 "skipped_tokens": self.dropped_tokens - before}
 
     # ------------------------------------------------------------------ saving
-    def _meta(self) -> Dict:
-        return meta_header("topic_model", n_topics=self.n_topics, alpha=self.alpha, a=self.a, b=self.b,
-                           online=self.online.to_dict(), local_iterations=self.local_iterations,
-                           word_adapted=self.word_adapted, history_size=self.history_size,
-                           history=self.history, progress=self.learner.progress(), trace_tail=self.trace[-1:])
+    ARCHIVE_KIND = "topic_model"
 
-    def _members(self) -> Dict[str, bytes]:
+    def _meta(self) -> Dict:
+        return {"n_topics": self.n_topics, "alpha": self.alpha, "a": self.a, "b": self.b,
+                "online": self.online.to_dict(), "local_iterations": self.local_iterations,
+                "word_adapted": self.word_adapted, "history_size": self.history_size, "history": self.history,
+                "progress": self.learner.progress(), "trace_tail": reproducible(self.trace[-1:])}
+
+    def _archive_parts(self):
         from ..online_training import model_arrays
-        from ..serialize import npz_bytes
 
         self._require()
-        return {"grammar.lt": self.grammar_text().encode("utf8"),
-                "state.npz": npz_bytes(model_arrays(self.learner.state, self.learner.V), self._meta())}
+        return (self.ARCHIVE_KIND, self.grammar_text(), model_arrays(self.learner.state, self.learner.V),
+                self._meta())
 
     def save(self, path: PathLike) -> None:
-        """A directory: the generated grammar (py-cfg text) and the state (npz with a JSON header)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        for name, data in self._members().items():
-            tmp = path / (name + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path / name)
+        """Write the model archive (`spacy_ag.archive`): the generated grammar, the state and a header."""
+        from ..archive import write_archive
+
+        write_archive(path, *self._archive_parts())
 
     def to_bytes(self) -> bytes:
-        from ..serialize import zip_bytes
+        from ..archive import archive_bytes
 
-        return zip_bytes(self._members())
+        return archive_bytes(*self._archive_parts())
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<topic model bytes>") -> "TopicModel":
-        import io
-        import zipfile
+        from ..archive import read_archive_bytes
 
-        from ..serialize import ModelFileError, read_npz_bytes
-
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                members = {name: zf.read(name) for name in zf.namelist()}
-            grammar = members["grammar.lt"].decode("utf8")
-            state = members["state.npz"]
-        except (zipfile.BadZipFile, KeyError, OSError) as err:
-            raise ModelFileError(f"{source}: damaged or not a spacy-ag topic model ({err})") from None
-        arrays, meta = read_npz_bytes(state, f"{source}/state.npz", "topic_model")
-        return cls._from_parts(grammar, arrays, meta, source)
+        return cls._from_archive(read_archive_bytes(data, source, cls.ARCHIVE_KIND), source)
 
     @classmethod
     def load(cls, path: PathLike) -> "TopicModel":
-        from ..serialize import ModelFileError
+        from ..archive import read_archive
 
-        path = Path(path)
-        arrays, meta = read_npz(path / "state.npz", "topic_model")
-        grammar_file = path / "grammar.lt"
-        if not grammar_file.exists():
-            raise ModelFileError(f"{grammar_file}: file not found; the topic model directory is incomplete")
-        return cls._from_parts(grammar_file.read_text(encoding="utf8"), arrays, meta, str(path))
+        return cls._from_archive(read_archive(path, cls.ARCHIVE_KIND), str(path))
 
     @classmethod
-    def _from_parts(cls, grammar_text: str, arrays, meta: Dict, source: str) -> "TopicModel":
+    def _from_archive(cls, archive, source: str) -> "TopicModel":
+        from ..errors import Errors, ModelFileError
         from ..online_training import variational_from_arrays
 
-        model = cls(meta["n_topics"], alpha=meta["alpha"], a=meta["a"], b=meta["b"],
-                    online=OnlineSettings(**meta["online"]), local_iterations=meta["local_iterations"],
-                    word_adapted=meta["word_adapted"], history_size=meta["history_size"])
-        grammar = parse_grammar_text(grammar_text, fmt="pycfg", source=f"{source}/grammar.lt", start="SENT")
-        state = state_from_arrays(arrays, f"{source}/state.npz")
+        meta, arrays = archive.header, archive.arrays
+        try:
+            model = cls(meta["n_topics"], alpha=meta["alpha"], a=meta["a"], b=meta["b"],
+                        online=OnlineSettings(**meta["online"]), local_iterations=meta["local_iterations"],
+                        word_adapted=meta["word_adapted"], history_size=meta["history_size"])
+            progress = meta["progress"]
+        except (KeyError, TypeError) as err:
+            raise ModelFileError(Errors.E065.format(path=source, err=repr(err))) from None
+        grammar = parse_grammar_text(archive.grammar_text, fmt="pycfg", source=f"{source}/grammar.lt", start="SENT")
+        state = state_from_arrays(arrays, source)
         model._set_compiled(CompiledGrammar(grammar), state=state,
-                            variational=variational_from_arrays(arrays, f"{source}/state.npz"),
-                            progress=meta["progress"])
+                            variational=variational_from_arrays(arrays, source), progress=progress)
         model.history = meta.get("history", [])
         model.trace = meta.get("trace_tail", [])
         return model

@@ -1,0 +1,273 @@
+"""The one model archive: grammar text, arrays and a header, for every saved model.
+
+`AdaptorGrammar`, `TopicModel` and the three spaCy components all save
+through here. An archive is a directory (or, as bytes, a zip of the same
+members)::
+
+    header.json   format version, kind, spacy-ag version, the settings,
+                  the SHA-256 of grammar.lt, the shape and dtype of every array
+    grammar.lt    the (expanded) grammar, py-cfg text
+    arrays.npz    the arrays, numpy's format, never pickled
+
+A directory is written whole into a temporary sibling and renamed into place,
+so a crash leaves either the old archive or the new one, never a mixture;
+files get the user's umask. Reading checks the kind, the format version, the
+grammar hash and every array's shape and dtype against the header before
+anything else sees them, and every failure is a `ModelFileError`. Archives
+of format 1 (``grammar.lt`` + ``state.npz`` with its header inside) are
+converted on load, with a warning.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Mapping, Tuple, Union
+
+import numpy as np
+
+from .errors import Errors, ModelFileError
+
+__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "is_archive", "read_archive", "read_archive_bytes", "write_archive",
+           "write_atomic_file"]
+
+FORMAT_VERSION = 2
+HEADER, GRAMMAR, ARRAYS = "header.json", "grammar.lt", "arrays.npz"
+LEGACY_STATE = "state.npz"
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass
+class Archive:
+    """What an archive holds, checked."""
+
+    kind: str
+    header: Dict[str, Any]
+    grammar_text: str
+    arrays: Dict[str, np.ndarray]
+
+
+#: Trace keys that measure the machine (time, memory) rather than the model: left out of
+#: archives, so that equal models give equal archives whatever the machine did.
+MEASUREMENTS = ("seconds", "peak_rss_mb")
+
+
+def reproducible(lines):
+    """Trace lines without their measurements (see `MEASUREMENTS`)."""
+    return [{k: v for k, v in line.items() if k not in MEASUREMENTS} for line in lines]
+
+
+def grammar_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf8")).hexdigest()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An .npz archive (readable by `np.load`), byte-stable: sorted members, fixed timestamps."""
+    members = {}
+    for name, arr in arrays.items():
+        out = io.BytesIO()
+        np.lib.format.write_array(out, np.asanyarray(arr), allow_pickle=False)
+        members[name + ".npy"] = out.getvalue()
+    return zip_bytes(members)
+
+
+def zip_bytes(members: Mapping[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, members[name])
+    return buf.getvalue()
+
+
+def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
+             ) -> Dict[str, bytes]:
+    from . import __version__
+
+    header = {
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "spacy_ag_version": __version__,
+        "grammar_sha256": grammar_hash(grammar_text),
+        "arrays": {name: {"shape": list(np.shape(a)), "dtype": np.asarray(a).dtype.str}
+                   for name, a in sorted(arrays.items())},
+        **meta,
+    }
+    return {HEADER: json.dumps(header, indent=1, sort_keys=True).encode("utf8"),
+            GRAMMAR: grammar_text.encode("utf8"),
+            ARRAYS: npz_bytes(arrays)}
+
+
+def write_atomic_file(path: PathLike, data: bytes) -> None:
+    """Replace `path` by `data` atomically (temporary sibling, fsync, rename), with the user's umask."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray],
+                  meta: Mapping[str, Any]) -> None:
+    """Write the archive directory `path` whole, replacing any archive there."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        for name, data in _members(kind, grammar_text, arrays, meta).items():
+            with open(tmp / name, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        os.chmod(tmp, 0o777 & ~_umask())
+        if path.exists():
+            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+            os.rmdir(old)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def archive_bytes(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
+                  ) -> bytes:
+    """The archive as bytes: a zip of its members, equal bytes for equal models."""
+    return zip_bytes(_members(kind, grammar_text, arrays, meta))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _load_npz(data: bytes, source: str, kind: str) -> Dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except Exception as err:  # numpy raises many types for damaged files; its advice to
+        # allow pickles must not reach the user
+        reason = "object arrays are never loaded" if "allow_pickle" in str(err) else type(err).__name__
+        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=reason)) from None
+
+
+def _check(members: Mapping[str, bytes], source: str, kind: str) -> Archive:
+    for name in (HEADER, GRAMMAR, ARRAYS):
+        if name not in members:
+            raise ModelFileError(Errors.E066.format(path=source, name=name))
+    try:
+        header = json.loads(members[HEADER].decode("utf8"))
+        grammar_text = members[GRAMMAR].decode("utf8")
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+    except ValueError as err:
+        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
+    found, version = header.get("kind"), header.get("format_version")
+    if found != kind or version != FORMAT_VERSION:
+        raise ModelFileError(Errors.E062.format(path=source, found=found, version=version, kind=kind,
+                                                expected=FORMAT_VERSION))
+    if header.get("grammar_sha256") != grammar_hash(grammar_text):
+        raise ModelFileError(Errors.E063.format(path=f"{source}/{GRAMMAR}", found=grammar_hash(grammar_text)[:12],
+                                                expected=str(header.get("grammar_sha256"))[:12]))
+    arrays = _load_npz(members[ARRAYS], f"{source}/{ARRAYS}", kind)
+    expected = header.get("arrays")
+    if not isinstance(expected, dict) or set(expected) != set(arrays):
+        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err="the arrays do not match the header"))
+    for name, arr in arrays.items():
+        spec = expected[name]
+        want = (tuple(spec.get("shape", ())), spec.get("dtype")) if isinstance(spec, dict) else None
+        if want is None or (arr.shape, arr.dtype.str) != want:
+            raise ModelFileError(Errors.E064.format(path=source, name=name, found=f"{arr.dtype.str}{list(arr.shape)}",
+                                                    expected=f"{want[1]}{list(want[0])}" if want else "?"))
+    return Archive(kind, header, grammar_text, arrays)
+
+
+def _legacy(members: Mapping[str, bytes], source: str, kind: str) -> Archive:
+    """A format-1 model (grammar.lt + state.npz with a __meta__ header), converted."""
+    arrays = _load_npz(members[LEGACY_STATE], f"{source}/{LEGACY_STATE}", kind)
+    if GRAMMAR not in members:
+        raise ModelFileError(Errors.E066.format(path=source, name=GRAMMAR))
+    try:
+        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
+        grammar_text = members[GRAMMAR].decode("utf8")
+    except (KeyError, ValueError) as err:
+        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
+    if meta.get("kind") != kind or meta.get("format_version") != 1:
+        raise ModelFileError(Errors.E062.format(path=source, found=meta.get("kind"),
+                                                version=meta.get("format_version"), kind=kind,
+                                                expected=FORMAT_VERSION))
+    warnings.warn(f"{source}: a spacy-ag model of format 1, converted on load; save it again to write "
+                  f"format {FORMAT_VERSION}", UserWarning, stacklevel=3)
+    return Archive(kind, meta, grammar_text, arrays)
+
+
+def is_archive(path: PathLike) -> bool:
+    """True if `path` looks like a model archive directory (of any format version)."""
+    path = Path(path)
+    return (path / HEADER).is_file() or (path / LEGACY_STATE).is_file()
+
+
+def read_archive(path: PathLike, kind: str) -> Archive:
+    """The checked archive of the directory `path`."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ModelFileError(Errors.E060.format(path=path))
+    names = (HEADER, GRAMMAR, ARRAYS) if (path / HEADER).exists() or not (path / LEGACY_STATE).exists() \
+        else (GRAMMAR, LEGACY_STATE)
+    members = {}
+    for name in names:
+        file = path / name
+        if file.is_file():
+            try:
+                members[name] = file.read_bytes()
+            except OSError as err:
+                raise ModelFileError(Errors.E061.format(path=file, kind=kind, err=err)) from None
+    if LEGACY_STATE in names and LEGACY_STATE in members:
+        return _legacy(members, str(path), kind)
+    return _check(members, str(path), kind)
+
+
+def read_archive_bytes(data: bytes, source: str, kind: str) -> Archive:
+    """The checked archive of `archive_bytes` output (or of a format-1 model's bytes)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            members = {name: zf.read(name) for name in zf.namelist()}
+    except Exception as err:
+        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=type(err).__name__)) from None
+    if HEADER not in members and LEGACY_STATE in members:
+        return _legacy(members, source, kind)
+    return _check(members, source, kind)
+
+
+def header_settings(archive: Archive, *keys: str) -> Tuple[Any, ...]:
+    """Header values the loader cannot do without, or one ModelFileError naming the missing one."""
+    try:
+        return tuple(archive.header[k] for k in keys)
+    except KeyError as err:
+        raise ModelFileError(Errors.E065.format(path=archive.kind, err=f"missing {err}")) from None

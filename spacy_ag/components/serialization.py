@@ -1,0 +1,132 @@
+"""to_disk/from_disk/to_bytes/from_bytes shared by the three components.
+
+A component's state is its settings (``self.cfg``, JSON) and its model (an
+`AdaptorGrammar` or a `TopicModel`, or None before fitting). On disk::
+
+    <component>/cfg      the settings, with the kind, a version and whether it is fitted
+    <component>/model/   the model archive (`spacy_ag.archive`)
+
+``exclude`` takes "cfg" and "model", as spaCy passes it. The settings the
+component was built with (its config) win over the saved ``cfg``, which is
+checked for its kind and version; a saved ``cfg`` that says "fitted" without
+a model directory is an incomplete pipeline and refused.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Iterable, Union
+
+import srsly
+from spacy import util
+
+from ..errors import ModelFileError
+
+__all__ = ["CFG_VERSION", "ModelSerializer"]
+
+CFG_VERSION = 1
+
+
+def _check_cfg(cfg: Any, source: str, kind: str) -> Dict[str, Any]:
+    if not isinstance(cfg, dict) or cfg.get("kind") != kind:
+        raise ModelFileError(f"{source}: not the settings of a spacy-ag {kind}")
+    if cfg.get("cfg_version") != CFG_VERSION:
+        raise ModelFileError(f"{source}: settings of version {cfg.get('cfg_version')!r}, expected "
+                             f"{CFG_VERSION}; use the spacy-ag version that wrote it")
+    return cfg
+
+
+class ModelSerializer:
+    """Mixin: the four serialization methods of a component with ``cfg`` and ``model``.
+
+    Subclasses set `kind` and implement `_load_model(path)` and
+    `_model_from_bytes(data, source)`; `_set_model` may check the model.
+    """
+
+    kind = "component"
+    model: Any = None
+    cfg: Dict[str, Any]
+
+    def _load_model(self, path: Path):
+        raise NotImplementedError
+
+    def _model_from_bytes(self, data: bytes, source: str):
+        raise NotImplementedError
+
+    def _set_model(self, model) -> None:
+        self.model = model
+
+    def _cfg_out(self) -> Dict[str, Any]:
+        from .. import __version__
+
+        return {"kind": self.kind, "cfg_version": CFG_VERSION, "spacy_ag_version": __version__,
+                "fitted": self.model is not None, **self.cfg}
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Save to a directory.
+
+        path (str / Path): The directory (created if needed).
+        exclude (Iterable[str]): "cfg" and/or "model" to leave out.
+        """
+        def write_model(p: Path) -> None:
+            if self.model is not None:
+                self.model.save(p)
+
+        util.to_disk(util.ensure_path(path), {"cfg": lambda p: srsly.write_json(p, self._cfg_out()),
+                                              "model": write_model}, exclude)
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()):
+        """Load from a directory written by `to_disk`.
+
+        RETURNS: The component, with the saved model (if any).
+        """
+        path = util.ensure_path(path)
+        saved: Dict[str, Any] = {}
+
+        def read_cfg(p: Path) -> None:
+            if p.exists():
+                try:
+                    cfg = srsly.read_json(p)
+                except ValueError as err:
+                    raise ModelFileError(f"{p}: damaged settings file ({err})") from None
+                saved.update(_check_cfg(cfg, str(p), self.kind))
+
+        def read_model(p: Path) -> None:
+            if p.exists():
+                self._set_model(self._load_model(p))
+            elif saved.get("fitted") and "model" not in exclude:
+                raise ModelFileError(f"{p}: model directory missing; {path} is incomplete")
+
+        util.from_disk(path, {"cfg": read_cfg, "model": read_model}, exclude)
+        return self
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """Serialize to bytes (msgpack with "cfg" and "model" keys).
+
+        RETURNS (bytes): The serialized component.
+        """
+        return util.to_bytes({"cfg": lambda: srsly.json_dumps(self._cfg_out(), sort_keys=True),
+                              "model": lambda: self.model.to_bytes() if self.model is not None else b""},
+                             exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()):
+        """Load from bytes produced by `to_bytes`.
+
+        RETURNS: The component.
+        """
+        source = f"<{self.kind} bytes>"
+        try:
+            srsly.msgpack_loads(bytes_data)
+        except ValueError as err:
+            raise ModelFileError(f"{source}: damaged data ({err})") from None
+
+        def read_cfg(data: bytes) -> None:
+            try:
+                cfg = srsly.json_loads(data)
+            except ValueError as err:
+                raise ModelFileError(f"{source}: damaged settings ({err})") from None
+            _check_cfg(cfg, source, self.kind)
+
+        util.from_bytes(bytes_data, {"cfg": read_cfg,
+                                     "model": lambda b: self._set_model(self._model_from_bytes(b, source)
+                                                                        if b else None)}, exclude)
+        return self

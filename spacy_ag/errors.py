@@ -1,0 +1,102 @@
+"""Every error spacy-ag raises on purpose: one base class, one coded table, spaCy's style.
+
+A message is a template in `Errors`; reading ``Errors.E012`` gives it with
+its code in front (``"[E012] ..."``), as in spaCy's own ``spacy.errors``. The
+exception classes subclass ValueError, so callers that catch ValueError keep
+working; the CLI prints ``✘ [code] message`` on one line (and a traceback
+only with ``SPACY_AG_DEBUG=1``). An exception raised with a message that has
+no code of its own carries its class's code.
+
+This module imports nothing, so every floor of the package can use it.
+"""
+from __future__ import annotations
+
+__all__ = ["ConfigError", "Errors", "ModelFileError", "SpacyAgError", "TrainingLayerError", "coded"]
+
+
+class _WithCodes(type):
+    def __getattribute__(cls, name: str):
+        value = type.__getattribute__(cls, name)
+        if len(name) == 4 and name[0] in "EW" and name[1:].isdigit():
+            return f"[{name}] {value}"
+        return value
+
+
+class Errors(metaclass=_WithCodes):
+    # ---- configs and settings (E001-E029)
+    E001 = "{path}: config file not found"
+    E002 = "{path}: not a file"
+    E003 = "{path}: cannot read the config file ({err})"
+    E004 = "{path}: {where} {message}"
+    E005 = "{path}: unknown section [{section}]; sections are {sections}"
+    E006 = "{path}: unknown override --{key}; [{section}] takes {keys}"
+    E007 = "{path}: unknown section in override --{key}; sections are {sections}"
+    E008 = "unexpected argument {arg!r}: config overrides look like --section.key value (e.g. --training.iterations 100)"
+    E009 = "{path}: {message}"
+    E010 = ("{path}: [ag_training] is no longer read; move its settings into the components: iterations, "
+            "chains, seed and workers to [nlp.tokenizer] or [components.<name>], the sampler settings to "
+            "[nlp.tokenizer.sampler] or [components.<name>.sampler]")
+    E011 = "{where}: {key!r} is not a setting of {what}; it takes {keys}"
+    E012 = "{where}: {key} {message}"
+    # ---- training runs (E030-E059)
+    E030 = "{path}: no output directory; pass --output DIR or set paths.output"
+    E031 = "{path}: corpus.path is not set; give the training file with --paths.train FILE"
+    E032 = "{path}: {what} not found: {file}"
+    E033 = "output {path} exists and is not a directory"
+    E034 = "--resume: no checkpoints in {path}; train without --resume to start a new run"
+    E035 = ("--resume: the checkpoints in {path} are of a run with another {what} ({was} there, {now} now); "
+            "train with the settings of that run, or without --resume into a new --output")
+    E036 = "--resume is not available with inference.stream = true; continue a saved model with partial_fit"
+    E037 = "{path}: no text to train on"
+    E038 = "{path} is a spaCy pipeline config: resume it with `spacy train`'s own checkpoints, not --resume"
+    E039 = "pass the output directory with --output DIR"
+    E040 = ("{path}: the pipeline config is incomplete ({err}); spaCy needs all its sections: fill it with "
+            "`python -m spacy init fill-config {path} {path}`, or start from `spacy-ag init-config`")
+    # ---- model archives (E060-E079)
+    E060 = "{path}: no such model directory"
+    E061 = "{path}: damaged or not a spacy-ag {kind} archive ({err}); retrain or restore it from a backup"
+    E062 = ("{path}: a {found!r} archive of format {version!r}, expected a {kind!r} archive of format "
+            "{expected}; use the spacy-ag version that wrote it")
+    E063 = "{path}: the grammar does not match the state (grammar hash {found}, expected {expected}); " \
+           "restore the grammar.lt that was saved with the model, or retrain"
+    E064 = "{path}: array {name!r} is {found}, expected {expected}; the model file is damaged"
+    E065 = "{path}: incomplete model header ({err})"
+    E066 = "{path}: {name} missing; the model is incomplete"
+
+
+def coded(code: str, message: str) -> str:
+    """`message` with `code` in front, unless it already has a code."""
+    return message if message.startswith("[") else f"[{code}] {message}"
+
+
+class SpacyAgError(ValueError):
+    """Base of every spacy-ag error; `code` is the message's code (E001, ...)."""
+
+    code = "E000"
+
+    def __init__(self, message: str = ""):
+        if message.startswith("[E") and "]" in message:
+            self.code = message[1:message.index("]")]
+        super().__init__(message)
+
+    def coded_line(self) -> str:
+        """The message on one line, with its code."""
+        return coded(self.code, " ".join(str(self).split()))
+
+
+class ConfigError(SpacyAgError):
+    """A config file or override that cannot be used."""
+
+    code = "E009"
+
+
+class ModelFileError(SpacyAgError):
+    """A saved model, archive or checkpoint that cannot be read."""
+
+    code = "E061"
+
+
+class TrainingLayerError(SpacyAgError):
+    """A training run that cannot start or continue as asked."""
+
+    code = "E030"

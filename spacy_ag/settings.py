@@ -1,0 +1,524 @@
+"""Every setting of spacy-ag, defined once: its type, range, default and a one-line help.
+
+A settings group is a dataclass whose fields are made with `setting`; the
+group is one config section (``[sampler]``, ``[online]``, ...), one spaCy
+component's config, or both. Everything else is derived from these classes:
+the config sections of `spacy_ag.config`, the components' ``default_config``
+and factory signatures, the CLI help and ``init-config``'s output. `check`
+is the one validator: it converts a mapping of raw values into a group,
+rejecting unknown keys (with the list of valid ones), wrong types and values
+out of range with one line naming the section and key.
+
+This module imports nothing of spacy_ag but its errors, and no numba, so that reading a
+config or printing ``--help`` stays fast.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
+
+from .errors import ConfigError
+
+__all__ = [
+    "DEFAULT_A",
+    "DEFAULT_B",
+    "SECTIONS",
+    "GrammarSettings",
+    "OnlineSettings",
+    "ParserSettings",
+    "SamplerSettings",
+    "SegmenterSettings",
+    "SettingError",
+    "TopicComponentSettings",
+    "TopicSettings",
+    "TrainingSettings",
+    "check",
+    "defaults",
+    "describe",
+    "help_of",
+    "topic_online_settings",
+]
+
+T = TypeVar("T")
+
+#: Pitman-Yor parameters of adapted nonterminals whose grammar line gives none:
+#: py-cfg's starting values in Johnson & Goldwater (2009), -a 0.0001 -b 10000.
+DEFAULT_A = 1e-4
+DEFAULT_B = 1e4
+
+
+class SettingError(ConfigError):
+    """A setting that cannot be used; `where` is ``section.key``, `message` what is wrong."""
+
+    code = "E012"
+
+    def __init__(self, where: str, message: str):
+        super().__init__(f"{where} {message}")
+        self.where = where
+        self.message = message
+
+
+def setting(default: Any = dataclasses.MISSING, help: str = "", *, low: Optional[float] = None,
+            high: Optional[float] = None, low_open: bool = False, high_open: bool = False,
+            choices: Optional[Sequence[Any]] = None, factory: Any = None, required: bool = False) -> Any:
+    """A dataclass field with what `check` needs: range, choices, and the help line."""
+    meta = {"help": help, "low": low, "high": high, "low_open": low_open, "high_open": high_open,
+            "choices": tuple(choices) if choices else None, "required": required}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+# ---------------------------------------------------------------- MCMC
+
+
+@dataclass
+class SamplerSettings:
+    """MCMC settings ([sampler]); the defaults are Johnson & Goldwater (2009)'s (py-cfg flags in brackets)."""
+
+    collapsed: bool = setting(True, "integrate the rule probabilities out [-E]")
+    init: str = setting("batch", "initialise all sentences at once (batch) or one by one (incremental) [-D]",
+                        choices=("batch", "incremental"))
+    label_resampling: bool = setting(True, "resample the labels of tables after each sweep [-R -1]")
+    mh: bool = setting(True, "Metropolis-Hastings correction of the PCFG proposal [-H turns it off]")
+    random_order: bool = setting(True, "visit sentences in a new random order every sweep [-I: corpus order]")
+    sample_hyper: bool = setting(True, "slice-sample the Pitman-Yor a and b")
+    sample_a: bool = setting(True, "sample a as well as b")
+    beta_e: float = setting(1.0, "a ~ Beta(e, f): e [-e]", low=0.0, low_open=True)
+    beta_f: float = setting(1.0, "a ~ Beta(e, f): f [-f]", low=0.0, low_open=True)
+    gamma_shape: float = setting(0.1, "b ~ Gamma(shape, scale): shape [-h]", low=0.0, low_open=True)
+    gamma_scale: float = setting(10.0, "b ~ Gamma(shape, scale): scale [-g]", low=0.0, low_open=True)
+    hyper_rounds: int = setting(5, "slice-sampling rounds over all adaptors per sweep", low=0)
+    hyper_iterations: int = setting(20, "slice-sampling steps per parameter and round", low=1)
+    hyper_start: int = setting(3, "first sweep that samples the hyperparameters", low=1)
+    anneal_start: float = setting(1.0, "initial temperature (1: no annealing) [-T]", low=1.0)
+    anneal_iterations: int = setting(0, "sweeps over which the temperature falls to 1 [-m]", low=0)
+
+    def temperature(self, iteration: int) -> float:
+        if self.anneal_iterations <= 0 or iteration > self.anneal_iterations or self.anneal_start <= 1:
+            return 1.0
+        frac = (iteration - 1) / self.anneal_iterations
+        return float(self.anneal_start ** (1.0 - frac))
+
+    def to_dict(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TrainingSettings:
+    """A training run ([training]): how long, how many chains, which samples are kept."""
+
+    iterations: int = setting(2000, "MCMC sweeps per chain", low=1)
+    chains: int = setting(1, "independent chains, decoded together by maximum marginal", low=1)
+    seed: int = setting(0, "random seed of chain 0 (chain c uses seed + c)", low=0)
+    burn_in: Optional[int] = setting(None, "samples are kept after this sweep (null: half the sweeps)", low=0)
+    sample_every: int = setting(10, "keep a sample every this many sweeps after the burn-in", low=1)
+    checkpoint_every: int = setting(50, "write checkpoints every this many sweeps or minibatches (0: never)",
+                                    low=0)
+    eval_every: int = setting(0, "score against gold every this many sweeps (0: never)", low=0)
+    eval_at: Tuple[int, ...] = setting((), "also score at these sweeps, e.g. [20, 100, 300]", low=1)
+    workers: int = setting(0, "processes for the chains (0: one per chain, at most the cores)", low=0)
+
+    def evaluates(self, iteration: int) -> bool:
+        return bool(self.eval_every and iteration % self.eval_every == 0) or iteration in self.eval_at
+
+    def keeps_sample(self, iteration: int) -> bool:
+        burn_in = self.iterations // 2 if self.burn_in is None else self.burn_in
+        return iteration > burn_in and (self.iterations - iteration) % self.sample_every == 0
+
+
+# ---------------------------------------------------------------- variational
+
+
+@dataclass
+class OnlineSettings:
+    """Variational settings ([online]); the defaults are Zhai et al. (2014)'s Brent unigram settings."""
+
+    batch_size: int = setting(20, "sentences per minibatch (vb: the whole corpus)", low=1)
+    tau: float = setting(128.0, "decay inertia tau", low=0.0)
+    kappa: float = setting(0.6, "decay rate kappa (0.5 < kappa <= 1 for online; vb: 0)", low=0.0, high=1.0)
+    samples: int = setting(10, "trees sampled per sentence in the E-step", low=1)
+    refine_every: int = setting(50, "minibatches between prunings of the grammatons (vb: every pass)", low=0)
+    truncation: Dict[str, int] = setting(help='entries kept per adapted nonterminal, e.g. {"Word": 1500}',
+                                         factory=dict, low=1)
+    default_truncation: int = setting(1500, "entries kept where neither truncation nor the grammar says",
+                                      low=1)
+    passes: int = setting(1, "passes over the corpus (vb: iterations)", low=1)
+    corpus_size: int = setting(0, "D of the updates (0: the corpus length, or the sentences seen so far)",
+                               low=0)
+    statistics_scale: str = setting("none", "scaling of decayed statistics: none (the paper), bias or tau_kappa",
+                                    choices=("none", "bias", "tau_kappa"))
+    update_alpha: bool = setting(True, "Newton steps on the rule priors")
+    update_b: bool = setting(True, "Newton steps on the Pitman-Yor b")
+    update_a: bool = setting(False, "Newton steps on the Pitman-Yor a")
+    rederive: bool = setting(True, "re-derive table labels after each pruning")
+    hyper_iterations: int = setting(20, "Newton iterations per hyperparameter update", low=1)
+    workers: int = setting(0, "threads of the E-step (0: all cores)", low=0)
+
+    def to_dict(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------- engine configs
+
+
+@dataclass
+class PathsSettings:
+    """[paths]: the files of a run (relative to the working directory)."""
+
+    train: Optional[str] = setting(None, "training text")
+    gold: Optional[str] = setting(None, "gold segmentation of the training text, to score against")
+    output: Optional[str] = setting(None, "default output directory of `spacy-ag train`")
+
+
+@dataclass
+class GrammarSettings:
+    """[grammar]: the grammar file and how terminals are read."""
+
+    path: str = setting("", "grammar file, relative to the config's folder", required=True)
+    format: str = setting("auto", "grammar format", choices=("auto", "pycfg", "pyadagram"))
+    default_a: float = setting(DEFAULT_A, "Pitman-Yor a of adapted nonterminals without numbers",
+                               low=0.0, high=1.0)
+    default_b: float = setting(DEFAULT_B, "Pitman-Yor b of adapted nonterminals without numbers",
+                               low=0.0, low_open=True)
+    default_weight: float = setting(1.0, "weight of rules without numbers", low=0.0, low_open=True)
+    segment_category: str = setting("Word", "the nonterminal whose yields are the words")
+    mode: str = setting("chars", "terminals are characters (chars) or space-separated tokens",
+                        choices=("chars", "tokens"))
+    split_at: str = setting("", 'hard boundaries: "punctuation", "" (none) or the characters themselves')
+
+
+@dataclass
+class CorpusSettings:
+    """[corpus]: the training text."""
+
+    path: Optional[str] = setting(None, "training file (one utterance per line)")
+    gold: bool = setting(False, "the file is gold-segmented: spaces are removed and score the result")
+
+
+@dataclass
+class InferenceSettings:
+    """[inference]: which algorithm trains the grammar."""
+
+    mode: str = setting("mcmc", "MCMC, batch variational Bayes or online", choices=("mcmc", "vb", "online"))
+    stream: bool = setting(False, "online: read corpus.path lazily, in passes")
+    shuffle_buffer: int = setting(10000, "online stream: shuffle within a window of this many lines", low=0)
+
+
+# ---------------------------------------------------------------- topics
+
+#: Zhai et al. (2014)'s de-news settings (B = 50, K_Topic = 3k), except two measured choices
+#: (benchmarks/topics.py): the topics' a and b stay fixed, and the sticks are re-sorted every
+#: 20 minibatches instead of 100.
+TOPIC_ONLINE_DEFAULTS: Dict[str, Any] = dict(batch_size=50, tau=64.0, kappa=0.8, refine_every=20,
+                                             default_truncation=3000, rederive=False, update_alpha=False,
+                                             update_a=False, update_b=False)
+
+
+def topic_online_settings(**overrides: Any) -> OnlineSettings:
+    """The online settings of the topic model: `TOPIC_ONLINE_DEFAULTS` with `overrides`."""
+    return OnlineSettings(**{**TOPIC_ONLINE_DEFAULTS, **overrides})
+
+
+@dataclass
+class TopicModelSettings:
+    """What a topic model is: shared by topic configs and the ``ag_topics`` component."""
+
+    n_topics: int = setting(5, "number of topics", low=1)
+    alpha: float = setting(0.1, "Dirichlet prior of the document proportions", low=0.0, low_open=True)
+    a: float = setting(0.0, "Pitman-Yor a of every topic", low=0.0, high=1.0, high_open=True)
+    b: Union[float, str] = setting("auto", 'Pitman-Yor b of every topic, or "auto": tokens / (2 n_topics)',
+                                   low=0.0, low_open=True, choices=("auto",))
+    passes: int = setting(1, "online passes over the documents", low=1)
+    local_iterations: int = setting(20, "fixed-point iterations of a document's proportions", low=1)
+
+
+@dataclass
+class TopicSettings(TopicModelSettings):
+    """[topics] of a topic config."""
+
+    top_words: int = setting(10, "top words shown and scored per topic", low=1)
+
+
+@dataclass
+class TopicCorpusSettings:
+    """[corpus] of a topic config: documents, one per line, tokens separated by spaces."""
+
+    path: Optional[str] = setting(None, "documents file")
+    heldout_fraction: float = setting(0.1, "fraction of documents held out for evaluation", low=0.0, high=1.0,
+                                      high_open=True)
+
+
+@dataclass
+class TopicRunSettings:
+    """[training] of a topic config."""
+
+    seed: int = setting(0, "random seed", low=0)
+    checkpoint_every: int = setting(50, "write a checkpoint every this many minibatches (0: never)", low=0)
+
+
+# ---------------------------------------------------------------- spaCy components
+
+
+@dataclass
+class FittedGrammarSettings:
+    """What the segmenter and ``ag_parser`` share: the adaptor parameters and the MCMC fit of initialize."""
+
+    default_a: float = setting(DEFAULT_A, "Pitman-Yor a of adapted nonterminals without numbers",
+                               low=0.0, high=1.0)
+    default_b: float = setting(DEFAULT_B, "Pitman-Yor b of adapted nonterminals without numbers",
+                               low=0.0, low_open=True)
+    iterations: int = setting(200, "MCMC sweeps when fitted in initialize", low=1)
+    chains: int = setting(1, "independent chains (decoded with chain 0)", low=1)
+    seed: int = setting(0, "random seed of chain 0", low=0)
+    workers: int = setting(0, "processes for the chains (0: one per chain, at most the cores)", low=0)
+    sampler: Dict[str, Any] = setting(help="MCMC settings (any [sampler] key, e.g. anneal_start = 3.0)",
+                                      factory=dict)
+
+
+@dataclass
+class SegmenterSettings(FittedGrammarSettings):
+    """The segmenter tokenizer ([nlp.tokenizer], ``spacy-ag.Segmenter.v1``)."""
+
+    grammar: str = setting("unigram", '"unigram", "colloc" or a grammar file')
+    segment_category: str = setting("Word", "the nonterminal whose yields are the words")
+    boundary_chars: Optional[str] = setting(None, 'hard word boundaries: null = punctuation, "" = whitespace only')
+
+
+@dataclass
+class ParserSettings(FittedGrammarSettings):
+    """The ``ag_parser`` component ([components.<name>])."""
+
+    # a parser usually comes after a segmenter, on longer texts: fewer sweeps by default
+    iterations: int = setting(100, "MCMC sweeps when fitted in initialize", low=1)
+    grammar: str = setting("unigram", '"unigram", "colloc", "morph", a morphology grammar or a grammar file')
+    mode: str = setting("doc", "one tree per Doc (doc) or per token (token)", choices=("doc", "token"))
+    spans_key: str = setting("ag", "key of the span group of the trees")
+    segment_category: Optional[str] = setting(None, "the model's segmentation category (null: the start symbol)")
+    morph_labels: List[str] = setting(help="labels whose yields are token._.ag_morphs",
+                                      factory=lambda: ["Prefix", "Stem", "Suffix", "Morph"])
+    classes: int = setting(6, 'hidden classes of the "-classes" morphology grammars', low=1)
+    train_on: str = setting("tokens", "token mode: fit on every token or on each distinct token once",
+                            choices=("tokens", "types"))
+    set_morph: bool = setting(False, "add AgClass=<c> to token.morph (token mode)")
+    compact: bool = setting(True, "keep only adapted nodes and roots")
+    model: Optional[str] = setting(None, "a model directory to load instead of fitting")
+    online_updates: bool = setting(True, "spaCy's update makes an online step (false: the fit of initialize "
+                                         "is final and spaCy's loop leaves it as it is)")
+
+
+@dataclass
+class TopicComponentSettings(TopicModelSettings):
+    """The ``ag_topics`` component ([components.<name>])."""
+
+    seed: int = setting(0, "random seed", low=0)
+    attr: str = setting("LOWER", "token attribute that is the word", choices=("LOWER", "ORTH", "NORM", "LEMMA"))
+    skip_stop: bool = setting(False, "leave stop words out of the model")
+    prefix: str = setting("TOPIC_", "prefix of the doc.cats labels")
+    batch_size: int = setting(TOPIC_ONLINE_DEFAULTS["batch_size"], "documents per online minibatch", low=1)
+    truncation: int = setting(TOPIC_ONLINE_DEFAULTS["default_truncation"], "entries kept per topic", low=1)
+
+
+#: Engine config sections -> settings group.
+SECTIONS: Dict[str, type] = {
+    "paths": PathsSettings,
+    "grammar": GrammarSettings,
+    "corpus": CorpusSettings,
+    "inference": InferenceSettings,
+    "sampler": SamplerSettings,
+    "online": OnlineSettings,
+    "training": TrainingSettings,
+}
+
+#: Topic config sections -> settings group.
+TOPIC_SECTIONS: Dict[str, type] = {
+    "paths": PathsSettings,
+    "corpus": TopicCorpusSettings,
+    "topics": TopicSettings,
+    "online": OnlineSettings,
+    "training": TopicRunSettings,
+}
+
+
+# ---------------------------------------------------------------- the validator
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _in_range(value: float, meta: Mapping[str, Any]) -> bool:
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None and (value <= low if meta.get("low_open") else value < low):
+        return False
+    if high is not None and (value >= high if meta.get("high_open") else value > high):
+        return False
+    return True
+
+
+def _range_text(meta: Mapping[str, Any]) -> str:
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None and high is not None:
+        return f" in {'(' if meta.get('low_open') else '['}{low:g}, {high:g}{')' if meta.get('high_open') else ']'}"
+    if low is not None:
+        return f" {'>' if meta.get('low_open') else '>='} {low:g}"
+    if high is not None:
+        return f" {'<' if meta.get('high_open') else '<='} {high:g}"
+    return ""
+
+
+class _Bad(Exception):
+    def __init__(self, expected: str):
+        super().__init__(expected)
+        self.expected = expected
+
+
+def _convert(value: Any, hint: Any, meta: Mapping[str, Any]) -> Any:
+    """`value` as the type `hint`, within the field's range and choices, or _Bad(what was expected)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    choices = meta.get("choices")
+    if origin is Union:
+        options = [a for a in args if a is not type(None) and not (choices and a is str)]
+        if value is None and type(None) in args:
+            return None
+        if choices and value in choices:
+            return value
+        for option in options:
+            try:
+                return _convert(value, option, {**meta, "choices": None})
+            except _Bad:
+                continue
+        what = " or ".join(_type_text(o, meta) for o in options)
+        extra = " or " + ", ".join(f'"{c}"' for c in choices) if choices else ""
+        raise _Bad(what + extra + (" or null" if type(None) in args else ""))
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise _Bad("true or false")
+        return value
+    if hint is int:
+        if not _is_int(value) or not _in_range(value, meta):
+            raise _Bad("an integer" + _range_text(meta))
+        return value
+    if hint is float:
+        ok = (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+        if not ok or not _in_range(float(value), meta):
+            raise _Bad("a number" + _range_text(meta))
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise _Bad("a string")
+        if choices and value not in choices:
+            raise _Bad("one of " + ", ".join(f'"{c}"' for c in choices))
+        return value
+    if origin in (tuple, list) or hint in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise _Bad(f"a list, e.g. {_example(hint)}")
+        inner = args[0] if args else Any
+        out = [_convert(v, inner, meta) if inner is not Any else v for v in value]
+        return tuple(out) if origin is tuple else out
+    if origin is dict or hint is dict:
+        if not isinstance(value, Mapping):
+            raise _Bad("a table")
+        key_type, value_type = args if args else (str, Any)
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _Bad("a table with string keys")
+            out[k] = v if value_type is Any else _convert(v, value_type, meta)
+        return out
+    return value
+
+
+def _type_text(hint: Any, meta: Mapping[str, Any]) -> str:
+    return {bool: "true or false", int: "an integer" + _range_text(meta), float: "a number" + _range_text(meta),
+            str: "a string"}.get(hint, str(hint))
+
+
+def _example(hint: Any) -> str:
+    return "[20, 100, 300]" if typing.get_args(hint)[:1] == (int,) else '["a", "b"]'
+
+
+def fields_of(cls: type) -> Dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def hints_of(cls: type) -> Dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def default_of(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory()  # type: ignore[misc]
+
+
+def defaults(cls: type) -> Dict[str, Any]:
+    """Every setting of `cls` with its default (a fresh copy of mutable defaults)."""
+    return {name: default_of(f) for name, f in fields_of(cls).items()}
+
+
+def help_of(cls: type, name: str) -> str:
+    return fields_of(cls)[name].metadata.get("help", "")
+
+
+def describe(cls: type) -> str:
+    """One line per setting: name, default and help (for --help texts and docs)."""
+    lines = []
+    for name, f in fields_of(cls).items():
+        default = "required" if f.metadata.get("required") else repr(default_of(f))
+        lines.append(f"{name} = {default}: {f.metadata.get('help', '')}")
+    return "\n".join(lines)
+
+
+def check(cls: Type[T], values: Mapping[str, Any], section: str, *, partial: bool = False) -> T:
+    """`values` checked and converted into a `cls`; missing keys take their defaults.
+
+    Raises `SettingError` (one line) for an unknown key (listing the valid
+    ones), a subsection where a value belongs, a value of the wrong type or
+    out of range, or a missing required key. With `partial`, returns only
+    the checked values as a dict instead of a `cls`.
+    """
+    if not isinstance(values, Mapping):
+        raise SettingError(f"[{section}]", f"must be a section, got {values!r}")
+    known, hints = fields_of(cls), hints_of(cls)
+    out: Dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise SettingError(f"{section}.{key}", f"is not a setting; [{section}] takes " + ", ".join(known))
+        hint = hints[key]
+        is_table = typing.get_origin(hint) is dict or hint is dict
+        if isinstance(value, Mapping) and not is_table:
+            raise SettingError(f"{section}.{key}", "must be a value, not a subsection")
+        try:
+            out[key] = _convert(value, hint, known[key].metadata)
+        except _Bad as bad:
+            raise SettingError(f"{section}.{key}", f"must be {bad.expected}, got {value!r}") from None
+    for key, f in known.items():
+        if f.metadata.get("required") and key not in out:
+            raise SettingError(f"{section}.{key}", "is missing; it is required")
+    if isinstance(out.get("sampler"), dict) and cls is not SamplerSettings:
+        out["sampler"] = check(SamplerSettings, out["sampler"], f"{section}.sampler", partial=True)
+    if partial:
+        return out  # type: ignore[return-value]
+    return cls(**out)
+
+
+def keyword_signature(cls: type, *leading: str, extra: Sequence[Any] = ()) -> Any:
+    """A signature of `leading` positional names plus one keyword per setting of `cls`.
+
+    spaCy (confection) validates a factory's config against the factory's
+    signature, so giving a ``**settings`` factory this signature lets the
+    settings class be the only place its keys, types and defaults are written.
+    `extra` are more `inspect.Parameter`s (e.g. a scorer).
+    """
+    import inspect
+
+    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in leading]
+    hints = hints_of(cls)
+    for name, f in fields_of(cls).items():
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default_of(f),
+                                        annotation=hints[name]))
+    return inspect.Signature(params + list(extra))

@@ -1,0 +1,275 @@
+"""spaCy pipeline configs (an [nlp] section): trained exactly as ``spacy train`` trains them.
+
+`train_pipeline` runs spaCy's own steps, in spaCy's order: the config read
+with its overrides, `spacy.training.initialize.init_nlp` (which fits the
+segmenter and the ag_parser components in their ``initialize``, with the
+sampler settings of their own configs) and spaCy's training loop
+(`spacy.training.loop.train`), which writes OUTPUT/model-last and
+OUTPUT/model-best. So ``spacy train CONFIG`` and ``spacy-ag train CONFIG``
+give the same model for the same seed. What spacy-ag adds is only shown or
+written beside it: the sampler's progress, OUTPUT/trace.jsonl (one line per
+iteration, chain and component), OUTPUT/scores.json (token, boundary and
+lexicon scores on the dev data) and the fits in ``meta.json``.
+
+`evaluate_pipeline` scores a trained pipeline on gold data for ``spacy-ag evaluate``.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+import typer
+
+from ..components.fitting import FitObserver, observe_fitting
+from ..config import load_pipeline_config, one_line
+from ..errors import ConfigError, Errors, TrainingLayerError
+from .progress import TraceLog, good, info, warn
+
+__all__ = ["PipelineTrace", "PipelineTrainingResult", "SCORE_ROWS", "evaluate_pipeline", "format_pipeline_scores",
+           "gold_examples", "train_pipeline"]
+
+PathLike = Union[str, Path]
+
+#: Rows of the score table: (label, key prefix).
+SCORE_ROWS = (("token", "token"), ("boundary", "boundary"), ("lexicon", "lexicon"))
+
+
+class PipelineTrace(FitObserver):
+    """The observer `train_pipeline` installs: a progress bar and trace.jsonl per fit."""
+
+    def __init__(self, path: Path, *, interactive: bool) -> None:
+        super().__init__()
+        self.path = path
+        self.interactive = interactive
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf8")  # one trace per run; every fit appends to it
+
+    @contextlib.contextmanager
+    def fitting(self, component: str, *, grammar: str, iterations: int, chains: int, seed: int,
+                texts: int) -> Iterator:
+        info(f"Fitting {component} ({grammar} grammar) on {texts} texts: {iterations} iterations x "
+             f"{chains} chain{'s' if chains > 1 else ''}, seed {seed}", err=True)
+        log = TraceLog(self.path, iterations, chains, append=True, interactive=self.interactive, label=component)
+        with log, super().fitting(component, grammar=grammar, iterations=iterations, chains=chains, seed=seed,
+                                  texts=texts):
+            def callback(line: Dict[str, Any]) -> None:
+                log({**line, "component": component})
+
+            yield callback
+        good(f"Fitted {component} in {self.fits[-1]['seconds']:.1f}s", err=True)
+
+
+@dataclass
+class PipelineTrainingResult:
+    nlp: Any
+    output: Path
+    model_dir: Path
+    scores: Optional[Dict[str, Any]]
+    fits: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def _corpus_path(config: Mapping[str, Any], dot_name: str) -> Optional[Any]:
+    node: Any = config
+    for part in dot_name.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node.get("path") if isinstance(node, Mapping) else None
+
+
+def _check_corpora(config: Mapping[str, Any], config_path: Path) -> None:
+    """Clear one-line errors for the usual mistakes before spaCy sees the corpora."""
+    training = config.get("training", {})
+    train_name = training.get("train_corpus", "corpora.train")
+    dev_name = training.get("dev_corpus", "corpora.dev")
+    if _corpus_path(config, train_name) is None and "path" in _section(config, train_name):
+        raise ConfigError(f"{config_path}: [{train_name}] path is not set; give the raw training text with "
+                          "--paths.train FILE (JSONL, one {\"text\": ...} per line)")
+    for name in (train_name, dev_name):
+        path = _corpus_path(config, name)
+        if path is not None and not Path(path).exists():
+            raise FileNotFoundError(f"[{name}] path: file not found: {path}")
+    if training.get("max_epochs") == -1:
+        raise ConfigError(f"{config_path}: training.max_epochs = -1 (streamed corpus) would fit the grammars on "
+                          "only the first 100 texts; use max_epochs = 1 (or 0)")
+
+
+def _section(config: Mapping[str, Any], dot_name: str) -> Mapping[str, Any]:
+    node: Any = config
+    for part in dot_name.split("."):
+        node = node.get(part, {}) if isinstance(node, Mapping) else {}
+    return node if isinstance(node, Mapping) else {}
+
+
+def format_pipeline_scores(scores: Mapping[str, Any]) -> str:
+    """A P/R/F table of token, boundary and lexicon scores (missing values as -)."""
+    width = max(len(label) for label, _ in SCORE_ROWS)
+    out = [f"{'':<{width}}  {'P':>6}  {'R':>6}  {'F':>6}"]
+    for label, key in SCORE_ROWS:
+        cells = []
+        for m in "prf":
+            value = scores.get(f"{key}_{m}")
+            cells.append(f"{value:6.4f}" if isinstance(value, (int, float)) else f"{'-':>6}")
+        out.append(f"{label:<{width}}  " + "  ".join(cells))
+    return "\n".join(out)
+
+
+def _dev_examples(nlp) -> List:
+    """The dev corpus, resolved as spaCy's loop resolves it."""
+    from spacy import util
+    from spacy.schemas import ConfigSchemaTraining
+
+    filled = nlp.config.interpolate()
+    T = util.registry.resolve(filled["training"], schema=ConfigSchemaTraining)
+    return list(util.resolve_dot_names(filled, [T["dev_corpus"]])[0](nlp))
+
+
+def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[Mapping[str, Any]] = None, *,
+                   interactive: Optional[bool] = None, show_scores: bool = True) -> PipelineTrainingResult:
+    """Train a pipeline config as ``spacy train`` does, and write what spacy-ag adds beside it.
+
+    config_path (Path): The pipeline config (with an [nlp] section).
+    output (Path): The output directory (model-last/, model-best/, trace.jsonl, scores.json).
+    overrides (Mapping[str, Any]): Dotted config overrides (``{"paths.train": "x.jsonl"}``).
+    interactive (Optional[bool]): Progress bar (default: when stderr is a terminal).
+    show_scores (bool): Print the dev scores.
+    RETURNS (PipelineTrainingResult): The trained nlp, the paths and the scores.
+    """
+    from spacy.training.initialize import init_nlp
+    from spacy.training.loop import train as spacy_train
+
+    from ..training import TrainingInterrupted
+
+    config_path = Path(config_path)
+    out = Path(output)
+    config = load_pipeline_config(config_path, overrides)
+    try:
+        interpolated = config.interpolate()
+    except Exception as err:
+        raise ConfigError(Errors.E009.format(path=config_path, message=one_line(err))) from None
+    _check_corpora(interpolated, config_path)
+    if out.exists() and not out.is_dir():
+        raise TrainingLayerError(Errors.E033.format(path=out))
+    out.mkdir(parents=True, exist_ok=True)
+    if interactive is None:
+        interactive = sys.stderr.isatty()
+    nlp_section = interpolated.get("nlp", {})
+    info(f"Pipeline config {config_path}: lang {nlp_section.get('lang')!r}, tokenizer "
+         f"{nlp_section.get('tokenizer', {}).get('@tokenizers')}, components "
+         f"{', '.join(nlp_section.get('pipeline', [])) or 'none'}; output {out}")
+    observer = PipelineTrace(out / "trace.jsonl", interactive=interactive)
+    started = time.time()
+    try:
+        with observe_fitting(observer):
+            nlp = _spacy_step(init_nlp, config, config_path)
+    except TrainingInterrupted:
+        raise KeyboardInterrupt from None
+    if not observer.fits:
+        warn("no adaptor grammar was fitted (the components were already fitted or loaded a model_path)")
+    if not nlp.meta.get("description"):
+        nlp.meta["description"] = "Unsupervised word segmentation with adaptor grammars (spacy-ag)"
+    nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
+    dev = _dev_examples(nlp)
+    loop_log = io.StringIO()
+    if dev:
+        nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
+    else:  # spaCy's loop needs dev data to score its steps; without any, nothing is trained by steps
+        info("No gold dev data ([corpora.dev] is empty): not evaluated")
+        frozen = nlp.config["training"].get("frozen_components", [])
+        if any(getattr(proc, "is_trainable", False) and name not in frozen for name, proc in nlp.pipeline):
+            raise TrainingLayerError(f"{config_path}: the pipeline has components trained by spaCy's loop, "
+                                     "which needs gold dev data: set --paths.dev")
+        nlp.to_disk(out / "model-last")
+    model_dir = out / "model-last"
+    scores = None
+    if dev:
+        scores = dict(nlp.evaluate(dev))
+        (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+    good(f"Saved the pipeline to {model_dir}")
+    info(f"Trace: {out / 'trace.jsonl'}")
+    if scores is not None and show_scores:
+        info(f"Scores on the dev data ({len(dev)} examples, {out / 'scores.json'}):")
+        typer.echo(format_pipeline_scores(scores))
+    return PipelineTrainingResult(nlp, out, model_dir, scores, list(observer.fits))
+
+
+def _valid_keys(err) -> str:
+    """For an unknown key of a spacy-ag component, the keys it takes (spaCy's message lists none)."""
+    from ..settings import ParserSettings, SegmenterSettings, TopicComponentSettings, fields_of
+
+    groups = {"ag_parser": ParserSettings, "ag_topics": TopicComponentSettings,
+              "spacy-ag.Segmenter.v1": SegmenterSettings}
+    title = str(getattr(err, "title", "") or "")
+    unknown = any("unexpected argument" in str(e.get("msg", "")) or "extra" in str(e.get("type", ""))
+                  for e in getattr(err, "errors", None) or [])
+    for name, cls in groups.items():
+        if unknown and f"'{name}'" in title:
+            return f"; {name} takes " + ", ".join(fields_of(cls))
+    return ""
+
+
+def _spacy_step(step, first, config_path: Path, **kwargs):
+    """A spaCy training function, its validation errors as one line."""
+    from confection import ConfigValidationError
+
+    try:
+        return step(first, **kwargs)
+    except ConfigValidationError as err:
+        raise ConfigError(Errors.E009.format(path=config_path, message=one_line(err) + _valid_keys(err))) from None
+    except KeyError as err:  # spaCy reads sections it expects without checking for them
+        raise ConfigError(Errors.E040.format(path=config_path, err=f"no {err}")) from None
+    except ValueError as err:
+        if "[E1015]" not in str(err):
+            raise
+        raise ConfigError(Errors.E040.format(path=config_path, err=str(err).split(":", 1)[-1].split(".")[0].strip()
+                                             )) from None
+
+
+def gold_examples(nlp, gold_path: Path) -> List:
+    """Examples of gold data: a DocBin (.spacy) of gold Docs or a segmented text file."""
+    if not gold_path.exists():
+        raise FileNotFoundError(f"gold file not found: {gold_path}")
+    if gold_path.is_dir() or gold_path.suffix == ".spacy":
+        from spacy.training import Corpus
+
+        return list(Corpus(gold_path)(nlp))
+    from ..components.readers import SegmentedCorpus
+
+    return list(SegmentedCorpus(gold_path)(nlp))
+
+
+def evaluate_pipeline(model: PathLike, gold: PathLike, *, exclude: Optional[Sequence[str]] = None
+                      ) -> Dict[str, Any]:
+    """Score a trained pipeline's segmentation against gold data.
+
+    model (Path): A pipeline directory (or an installed pipeline package name).
+    gold (Path): A DocBin (.spacy) of gold Docs or a gold-segmented text file.
+    exclude (Optional[Sequence[str]]): Also score without these one-character
+        tokens (punctuation), under "without_punctuation".
+    RETURNS (Dict[str, Any]): nlp.evaluate's scores (token_*, boundary_*, lexicon_*, speed, ...).
+    """
+    import spacy
+
+    from ..components.scoring import doc_words
+    from ..evaluation import segmentation_scores
+
+    nlp = spacy.load(model)
+    examples = gold_examples(nlp, Path(gold))
+    if not examples:
+        raise ValueError(f"{gold}: no gold examples")
+    scores = dict(nlp.evaluate(examples))
+    scores["n_examples"] = len(examples)
+    if exclude:
+        pred = [doc_words(eg.predicted) for eg in examples]
+        ref = [doc_words(eg.reference) for eg in examples]
+        s = segmentation_scores(pred, ref, exclude=exclude)
+        scores["without_punctuation"] = {f"{name}_{m}": s[f"{key}_{m}"]
+                                         for name, key in (("token", "token"), ("boundary", "boundary"),
+                                                           ("lexicon", "type")) for m in "prf"}
+    return scores

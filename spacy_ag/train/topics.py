@@ -1,0 +1,142 @@
+"""Topic configs (a [topics] section): online passes over documents, with checkpoints and resume.
+
+`train_topics` holds out `corpus.heldout_fraction` of the documents, trains
+`TopicModel` on the rest in `topics.passes` passes (each in its own shuffled
+order), and writes OUTPUT/model (the model archive), OUTPUT/config.cfg,
+OUTPUT/trace.jsonl, OUTPUT/heldout.txt and OUTPUT/scores.json (coherence of
+the top words on the held-out documents and their likelihood).
+
+Every `training.checkpoint_every` minibatches, and on Ctrl-C, the model is
+written to OUTPUT/checkpoints/topics (a model archive). Its minibatch count
+says where the run stands (pass and position), since every pass's order and
+every document's random stream derive from the seed, so ``--resume``
+continues to exactly the model of an uninterrupted run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional
+
+import typer
+
+from ..config import load_topic_config
+from ..errors import Errors, TrainingLayerError
+from .engine import write_text_atomic
+from .progress import TraceLog, TrainingStopped, good, info
+from .resume import check_resume, record_run, run_fingerprint
+
+__all__ = ["TopicTrainingResult", "format_topics", "train_topics"]
+
+CHECKPOINT = "topics"
+
+
+@dataclass
+class TopicTrainingResult:
+    model: Any
+    output: Path
+    scores: Optional[Dict[str, Any]]
+
+
+def format_topics(model, top: int) -> str:
+    lines = []
+    for i in range(model.n_topics):
+        words = model.top_words(i, top)
+        lines.append(f"topic {i:>2}  " + "  ".join(f"{w} {p:.3f}" for w, p in words))
+    return "\n".join(lines)
+
+
+def _split(docs: List[List[str]], fraction: float, seed: int):
+    order = list(range(len(docs)))
+    random.Random(seed).shuffle(order)
+    n_held = int(round(fraction * len(docs)))
+    return [docs[i] for i in order[n_held:]], [docs[i] for i in order[:n_held]]
+
+
+def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Optional[Mapping[str, Any]] = None,
+                 *, resume: bool = False, show_topics: bool = True) -> TopicTrainingResult:
+    """Train a topic config as ``spacy-ag train`` does and write the output directory."""
+    from ..topics import TopicModel
+    from ..topics.coherence import coherence, read_documents
+
+    config_path = Path(config_path)
+    v = load_topic_config(config_path, overrides)
+    out = Path(output) if output is not None else (Path(v["paths"].output) if v["paths"].output else None)
+    if out is None:
+        raise TrainingLayerError(Errors.E030.format(path=config_path))
+    if not v["corpus"].path:
+        raise TrainingLayerError(Errors.E031.format(path=config_path))
+    corpus = Path(v["corpus"].path)
+    if not corpus.is_file():
+        raise TrainingLayerError(Errors.E032.format(path=config_path, what="corpus.path: documents file",
+                                                    file=corpus))
+    if out.exists() and not out.is_dir():
+        raise TrainingLayerError(Errors.E033.format(path=out))
+    t, run = v["topics"], v["training"]
+    checkpoints = out / "checkpoints"
+    fingerprint = run_fingerprint({"topics": dataclasses.asdict(t), "online": dataclasses.asdict(v["online"]),
+                                   "corpus": {"heldout_fraction": v["corpus"].heldout_fraction},
+                                   "training": {"seed": run.seed}}, {"corpus": corpus})
+    if resume:
+        check_resume(checkpoints, fingerprint, [CHECKPOINT])
+    docs = read_documents(corpus)
+    train, held = _split(docs, v["corpus"].heldout_fraction, run.seed)
+    if not train:
+        raise TrainingLayerError(Errors.E037.format(path=corpus))
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "config.cfg", v["config"].to_str())
+    if not resume:
+        record_run(checkpoints, fingerprint)
+    B = v["online"].batch_size
+    per_pass = -(-len(train) // B)
+    if resume:
+        model = TopicModel.load(checkpoints / CHECKPOINT)
+        done = model.learner.minibatches
+    else:
+        model = TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=v["online"],
+                           local_iterations=t.local_iterations)
+        model.prepare({c for d in train for token in d for c in token}, sum(len(d) for d in train))
+        done = 0
+    info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
+         f"{t.passes} pass{'es' if t.passes > 1 else ''} of {per_pass} minibatches of {B}"
+         + (f", resuming after minibatch {done}" if resume else ""))
+    with TraceLog(out / "trace.jsonl", t.passes * per_pass, 1, append=resume, interactive=False) as log:
+        try:
+            _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log)
+        except KeyboardInterrupt:
+            model.save(checkpoints / CHECKPOINT)
+            raise TrainingStopped(f"interrupted after minibatch {model.learner.minibatches}; the checkpoint is in "
+                                  f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} "
+                                  "--resume") from None
+    model.save(out / "model")
+    if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
+        write_text_atomic(out / "heldout.txt", "".join(" ".join(d) + "\n" for d in held))
+    good(f"Saved the topic model to {out / 'model'}")
+    if show_topics:
+        typer.echo(format_topics(model, t.top_words))
+    scores = None
+    if held:
+        scores = coherence(model.topics(t.top_words), held, reference=f"{len(held)} held-out documents")
+        scores["heldout"] = model.heldout_loglik(held)
+        write_text_atomic(out / "scores.json", json.dumps(scores, indent=1) + "\n")
+        info(f"coherence on the held-out documents: PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f}; "
+             f"held-out log likelihood {scores['heldout']['per_word']:.4f} per word ({out / 'scores.json'})")
+    return TopicTrainingResult(model, out, scores)
+
+
+def _passes(model, train, passes: int, seed: int, done: int, checkpoint_every: int, checkpoint: Path,
+            log) -> None:
+    """The passes of `TopicModel.fit`, from minibatch `done` on, checkpointing on the way."""
+    B = model.online.batch_size
+    per_pass = -(-len(train) // B)
+    for p in range(done // per_pass, passes):
+        order = model.pass_order(len(train), seed, p)
+        skip = (done - p * per_pass) * B if p == done // per_pass else 0
+        docs = [train[i] for i in order[skip:]]
+        for batch in model.minibatches(docs):
+            model.step(batch, seed=seed + p, corpus_size=len(train), callback=log)
+            if checkpoint_every and model.learner.minibatches % checkpoint_every == 0:
+                model.save(checkpoint)
