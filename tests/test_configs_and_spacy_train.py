@@ -65,6 +65,8 @@ def corpus(tmp_path_factory):
     gold = generate_corpus(lexicon, 150, seed=5)
     srsly.write_jsonl(root / "train.jsonl", [{"text": "".join(u)} for u in gold])
     (root / "dev.txt").write_text("".join(" ".join(u) + "\n" for u in gold[:40]), encoding="utf8")
+    words = sorted({w + suffix for u in gold for w in u for suffix in ("", "ing", "ed")})
+    (root / "words.txt").write_text("\n".join(words[:120]) + "\n", encoding="utf8")
     return root
 
 
@@ -94,3 +96,20 @@ def test_spacy_train_and_spacy_ag_train_give_the_same_model(corpus, tmp_path, co
     assert len(steps) == 1 and steps[0][:2] == ["0", "0"], spacy.stdout
     meta = srsly.read_json(tmp_path / "A" / "model-last" / "meta.json")
     assert 0.0 < meta["performance"]["token_f"] <= 1.0
+
+
+def test_spacy_train_and_spacy_ag_train_give_the_same_morphology_pipeline(corpus, tmp_path):
+    """ag_parser fitted in initialize with its own [components.ag_parser] sampler settings; no dev data."""
+    overrides = ["--paths.train", corpus / "words.txt", "--components.ag_parser.iterations", 4,
+                 "--components.ag_parser.seed", 1]
+    path = REPO / "configs" / "morphology" / "pipeline-en.cfg"
+    for out, command in (("A", ("-m", "spacy")), ("B", ("-m", "spacy_ag"))):
+        done = _run(*command, "train", path, "--output", tmp_path / out, *overrides, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    a, b = _tree_hashes(tmp_path / "A" / "model-last"), _tree_hashes(tmp_path / "B" / "model-last")
+    assert "ag_parser/model/arrays.npz" in a and a == b
+    assert _tree_hashes(tmp_path / "A" / "model-best") == _tree_hashes(tmp_path / "B" / "model-best")
+    header = srsly.read_json(tmp_path / "A" / "model-last" / "ag_parser" / "model" / "header.json")
+    assert header["sampler"]["sample_hyper"] is False  # [components.ag_parser.sampler] of the config
+    trace = [json.loads(line) for line in (tmp_path / "B" / "trace.jsonl").read_text().splitlines()]
+    assert [line["iteration"] for line in trace] == [1, 2, 3, 4]

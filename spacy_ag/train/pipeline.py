@@ -176,19 +176,13 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
         nlp.meta["description"] = "Unsupervised word segmentation with adaptor grammars (spacy-ag)"
     nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
     dev = _dev_examples(nlp)
-    loop_log = io.StringIO()
-    if dev:
-        nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
-    else:  # spaCy's loop needs dev data to score its steps; without any, nothing is trained by steps
-        info("No gold dev data ([corpora.dev] is empty): not evaluated")
-        frozen = nlp.config["training"].get("frozen_components", [])
-        if any(getattr(proc, "is_trainable", False) and name not in frozen for name, proc in nlp.pipeline):
-            raise TrainingLayerError(f"{config_path}: the pipeline has components trained by spaCy's loop, "
-                                     "which needs gold dev data: set --paths.dev")
-        nlp.to_disk(out / "model-last")
+    loop_log = io.StringIO()  # spaCy's table of steps; the scores are shown below
+    nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
     model_dir = out / "model-last"
     scores = None
-    if dev:
+    if not dev:
+        info("No gold dev data ([corpora.dev] is empty): not evaluated")
+    else:
         scores = dict(nlp.evaluate(dev))
         (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
     good(f"Saved the pipeline to {model_dir}")
