@@ -11,7 +11,7 @@ This module imports nothing, so every floor of the package can use it.
 """
 from __future__ import annotations
 
-__all__ = ["ConfigError", "Errors", "ModelFileError", "SpacyAgError", "TrainingLayerError", "coded"]
+__all__ = ["ConfigError", "Errors", "ModelFileError", "SpacyAgError", "TextError", "TrainingLayerError", "coded"]
 
 
 class _WithCodes(type):
@@ -50,6 +50,10 @@ class Errors(metaclass=_WithCodes):
     E037 = "{path}: no text to train on"
     E038 = "{path} is a spaCy pipeline config: resume it with `spacy train`'s own checkpoints, not --resume"
     E039 = "pass the output directory with --output DIR"
+    E045 = "{path}: {what} is a directory; give the file itself"
+    E046 = "{path}:{line}: not a JSON object ({err}); a JSONL corpus has one {{\"text\": \"...\"}} per line"
+    E047 = "{path}:{line}: the record has no \"text\"; a JSONL corpus has one {{\"text\": \"...\"}} per line"
+    E048 = "{path}:{line}: \"text\" is {found}, not a string; a JSONL corpus has one {{\"text\": \"...\"}} per line"
     E040 = ("{path}: the pipeline config is incomplete ({err}); spaCy needs all its sections: fill it with "
             "`python -m spacy init fill-config {path} {path}`, or start from `spacy-ag init-config`")
     # ---- model archives (E060-E079)
@@ -62,6 +66,13 @@ class Errors(metaclass=_WithCodes):
     E064 = "{path}: array {name!r} is {found}, expected {expected}; the model file is damaged"
     E065 = "{path}: incomplete model header ({err})"
     E066 = "{path}: {name} missing; the model is incomplete"
+    # ---- text (E110-E129)
+    E110 = ("{where}: lone surrogate U+{code:04X} at character {column}: not Unicode text; decode the input "
+            "as UTF-8 with errors='strict' or 'replace', not 'surrogateescape'")
+    E111 = "{path}:{line}: not valid UTF-8 ({what} at column {column})"
+    E112 = "unknown text units {units!r}; use one of {choices}"
+    E113 = ("{source}: the corpus was read as {found} but the model's terminals are {expected}; read it with "
+            "units={expected!r}")
 
 
 def coded(code: str, message: str) -> str:
@@ -94,6 +105,12 @@ class ModelFileError(SpacyAgError):
     """A saved model, archive or checkpoint that cannot be read."""
 
     code = "E061"
+
+
+class TextError(SpacyAgError):
+    """Text that cannot be read as terminals (a lone surrogate, bytes that are not UTF-8)."""
+
+    code = "E110"
 
 
 class TrainingLayerError(SpacyAgError):

@@ -279,9 +279,29 @@ def test_cli_prints_the_code(runner, tmp_path):
 
 def test_help_and_import_load_no_numba():
     code = ("import sys; import spacy_ag; from spacy_ag.cli import app; "
-            "assert 'numba' not in sys.modules, 'numba imported'; "
+            "assert 'numba' not in sys.modules and 'confection' not in sys.modules, sorted(sys.modules); "
             "from spacy_ag import settings, config, errors, archive; assert 'numba' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     train_help = subprocess.run([sys.executable, "-m", "spacy_ag", "train", "--help"], capture_output=True,
                                 text=True, timeout=120).stdout
     assert "[grammar], [corpus], [sampler], [training]" in train_help  # rich markup must not eat [sections]
+
+
+def test_bad_corpora_name_the_file_and_the_line(runner, engine, tmp_path):
+    from spacy_ag.train.init_config import init_config_text
+
+    config = tmp_path / "p.cfg"
+    config.write_text(init_config_text(phonemes=True, iterations=2), encoding="utf8")
+    cases = {'{"text": "abab"}\n{"text": 5}\n': ("[E048]", ":2:", "int"),
+             '{"text": "abab"}\n\n{"txt": "ab"}\n': ("[E047]", ":3:", '"text"'),
+             '{"text": "abab"}\n[1, 2\n': ("[E046]", ":2:", "JSON object"),
+             '"just a string"\n': ("[E046]", ":1:", "str")}
+    for i, (text, fragments) in enumerate(cases.items()):
+        corpus = tmp_path / f"c{i}.jsonl"
+        corpus.write_text(text, encoding="utf8")
+        assert_one_error_line(run(runner, "train", config, "-o", tmp_path / "o", "--paths.train", corpus),
+                              corpus.name, *fragments)
+    assert_one_error_line(run(runner, "train", config, "-o", tmp_path / "o", "--paths.train", tmp_path),
+                          "[E045]", "is a directory")
+    assert_one_error_line(run(runner, "train", engine / "e.cfg", "-o", tmp_path / "o", "--paths.train", tmp_path),
+                          "[E045]", "is a directory")

@@ -6,7 +6,6 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from ..config import load_training_config
 from ..settings import GrammarSettings, defaults, help_of
 from . import app
 from ._common import _choice, _errors_as_lines, _require_file, good
@@ -43,6 +42,7 @@ def check_grammar_cli(
     (path, format, default a/b/weight, mode, split_at) and the corpus come
     from the config; options given here still win.
     """
+    from ..config import load_training_config
     from ..corpus import read_corpus
     from ..grammar import describe, detect_format, expand_corpus_class, has_corpus_class, read_grammar, write_pycfg
     from ..grammar.checks import uncovered_error

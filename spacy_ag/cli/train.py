@@ -18,7 +18,7 @@ def train_cli(
     config_path: Path = typer.Argument(..., metavar="CONFIG", help="Training config (.cfg)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Output directory (default: paths.output of the config)"),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoints (engine configs)"),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoints (engine and topic configs)"),
     code: Optional[Path] = typer.Option(None, "--code", "-c",
                                         help="Python file with extra registered functions (pipeline configs)"),
 ) -> None:

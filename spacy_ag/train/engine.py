@@ -22,6 +22,7 @@ import typer
 from ..config import TrainingConfig, build_model, load_training_config
 from ..errors import Errors, TrainingLayerError
 from .progress import TraceLog, TrainingStopped, good, info, warn
+from .inputs import require_file
 from .resume import check_resume, record_run, run_fingerprint
 
 PROG = "spacy-ag"
@@ -105,8 +106,8 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
         raise TrainingLayerError(Errors.E031.format(path=config_path))
     for what, file in (("corpus.path: training file", cfg.train_path), ("paths.gold: gold file", cfg.gold_path),
                        ("grammar.path: grammar file", cfg.grammar_path)):
-        if file is not None and not file.is_file():
-            raise TrainingLayerError(Errors.E032.format(path=config_path, what=what, file=file))
+        if file is not None:
+            require_file(file, what, config_path)
     if out.exists() and not out.is_dir():
         raise TrainingLayerError(Errors.E033.format(path=out))
     checkpoints = out / "checkpoints"

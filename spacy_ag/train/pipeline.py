@@ -29,6 +29,7 @@ import typer
 from ..components.fitting import FitObserver, observe_fitting
 from ..config import load_pipeline_config, one_line
 from ..errors import ConfigError, Errors, TrainingLayerError
+from .inputs import check_jsonl, require_file
 from .progress import TraceLog, good, info, warn
 
 __all__ = ["PipelineTrace", "PipelineTrainingResult", "SCORE_ROWS", "evaluate_pipeline", "format_pipeline_scores",
@@ -93,8 +94,14 @@ def _check_corpora(config: Mapping[str, Any], config_path: Path) -> None:
                           "--paths.train FILE (JSONL, one {\"text\": ...} per line)")
     for name in (train_name, dev_name):
         path = _corpus_path(config, name)
-        if path is not None and not Path(path).exists():
-            raise FileNotFoundError(f"[{name}] path: file not found: {path}")
+        if path is None:
+            continue
+        reader = str(_section(config, name).get("@readers", ""))
+        if Path(path).is_dir() and reader == "spacy.Corpus.v1":
+            continue  # a folder of DocBins is what spacy.Corpus.v1 reads
+        require_file(Path(path), f"[{name}] path", config_path)
+        if reader == "spacy.JsonlCorpus.v1":
+            check_jsonl(Path(path))
     if training.get("max_epochs") == -1:
         raise ConfigError(f"{config_path}: training.max_epochs = -1 (streamed corpus) would fit the grammars on "
                           "only the first 100 texts; use max_epochs = 1 (or 0)")

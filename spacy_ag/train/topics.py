@@ -27,6 +27,7 @@ from ..config import load_topic_config
 from ..errors import Errors, TrainingLayerError
 from .engine import write_text_atomic
 from .progress import TraceLog, TrainingStopped, good, info
+from .inputs import require_file
 from .resume import check_resume, record_run, run_fingerprint
 
 __all__ = ["TopicTrainingResult", "format_topics", "train_topics"]
@@ -70,9 +71,7 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
     if not v["corpus"].path:
         raise TrainingLayerError(Errors.E031.format(path=config_path))
     corpus = Path(v["corpus"].path)
-    if not corpus.is_file():
-        raise TrainingLayerError(Errors.E032.format(path=config_path, what="corpus.path: documents file",
-                                                    file=corpus))
+    require_file(corpus, "corpus.path: documents file", config_path)
     if out.exists() and not out.is_dir():
         raise TrainingLayerError(Errors.E033.format(path=out))
     t, run = v["topics"], v["training"]
