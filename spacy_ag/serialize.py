@@ -21,8 +21,6 @@ _TAB = ("tab_adaptor", "tab_count", "tab_label", "tab_yield", "tab_state", "tab_
 _TRIE = ("trie_parent", "trie_term", "trie_head")
 
 
-
-
 def state_arrays(state: State) -> Dict[str, np.ndarray]:
     """The state's arrays, with the pools cut to what has ever been used."""
     c = state.counters

@@ -37,7 +37,6 @@ __all__ = [
     "TrainingSettings",
     "check",
     "defaults",
-    "describe",
     "help_of",
     "topic_online_settings",
 ]
@@ -70,6 +69,18 @@ def setting(default: Any = dataclasses.MISSING, help: str = "", *, low: Optional
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+#: What one terminal of ``mode = "chars"`` is (`spacy_ag.text_units`); the choices are
+#: `spacy_ag.text_units.UNITS`, written here so that reading a config imports nothing more.
+UNIT_CHOICES = ("graphemes", "codepoints")
+
+
+def units_setting() -> Any:
+    """The one definition of the ``units`` setting, shared by every group that reads text."""
+    return setting("graphemes", "terminals are extended grapheme clusters (graphemes: letters with their "
+                                "combining marks, emoji sequences) or single code points (codepoints)",
+                   choices=UNIT_CHOICES)
 
 
 # ---------------------------------------------------------------- MCMC
@@ -188,6 +199,7 @@ class GrammarSettings:
     segment_category: str = setting("Word", "the nonterminal whose yields are the words")
     mode: str = setting("chars", "terminals are characters (chars) or space-separated tokens",
                         choices=("chars", "tokens"))
+    units: str = units_setting()
     split_at: str = setting("", 'hard boundaries: "punctuation", "" (none) or the characters themselves')
 
 
@@ -234,6 +246,7 @@ class TopicModelSettings:
                                    low=0.0, low_open=True, choices=("auto",))
     passes: int = setting(1, "online passes over the documents", low=1)
     local_iterations: int = setting(20, "fixed-point iterations of a document's proportions", low=1)
+    units: str = units_setting()
 
 
 @dataclass
@@ -277,6 +290,7 @@ class FittedGrammarSettings:
     workers: int = setting(0, "processes for the chains (0: one per chain, at most the cores)", low=0)
     sampler: Dict[str, Any] = setting(help="MCMC settings (any [sampler] key, e.g. anneal_start = 3.0)",
                                       factory=dict)
+    units: str = units_setting()
 
 
 @dataclass
@@ -462,15 +476,6 @@ def defaults(cls: type) -> Dict[str, Any]:
 
 def help_of(cls: type, name: str) -> str:
     return fields_of(cls)[name].metadata.get("help", "")
-
-
-def describe(cls: type) -> str:
-    """One line per setting: name, default and help (for --help texts and docs)."""
-    lines = []
-    for name, f in fields_of(cls).items():
-        default = "required" if f.metadata.get("required") else repr(default_of(f))
-        lines.append(f"{name} = {default}: {f.metadata.get('help', '')}")
-    return "\n".join(lines)
 
 
 def check(cls: Type[T], values: Mapping[str, Any], section: str, *, partial: bool = False) -> T:

@@ -142,17 +142,18 @@ def test_positional_numbers_and_defaults():
     grammar = parse_grammar_text(
         "1 1 S --> Word\n"
         "2 0 100 Word --> P\n"
-        "0 1 P --> a\n"  # w <= 0 means the default weight
-        "-3 1 P --> b\n"
+        "1 1 P --> a\n"  # (w <= 0 is an error: tests/test_grammar_errors.py)
+        "3 1 P --> b\n"
         "5 P --> c\n"  # weight only: P stays unadapted from the lines above
         "Q --> a\n1 1 S --> Q\n",
         default_weight=7.0, default_a=0.25, default_b=50.0,
     )
     weights = {(r.parent, r.children): r.weight for r in grammar.rules}
     assert weights[("Word", ("P",))] == 2.0
-    assert weights[("P", ("a",))] == 7.0
-    assert weights[("P", ("b",))] == 7.0
+    assert weights[("P", ("a",))] == 1.0
+    assert weights[("P", ("b",))] == 3.0
     assert weights[("P", ("c",))] == 5.0
+    assert weights[("Q", ("a",))] == 7.0  # no numbers: the default weight
     assert grammar.adaptors == {"Word": Adaptor(0.0, 100.0), "Q": Adaptor(0.25, 50.0)}
 
 

@@ -8,6 +8,7 @@ rather than as a zero-probability parse hours later. Every failure is one
 """
 from __future__ import annotations
 
+import difflib
 import math
 from collections import deque
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
@@ -57,6 +58,98 @@ def _listing(names: List[str]) -> str:
     """A short comma list for messages, so they stay on one readable line."""
     shown = ", ".join(names[:_MAX_LISTED])
     return shown + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
+
+
+# ------------------------------------------------------------------ spelling
+
+#: How similar (difflib ratio) a symbol must be to a nonterminal for a hint.
+_HINT_CUTOFF = 0.75
+
+
+def shorthand_core(token: str) -> str:
+    """`token` without shorthand decoration: `(Y)`, `(Y+)`, `Y+`, `Y*`, `Y?` -> `Y`."""
+    core = token
+    if len(core) > 2 and core[0] == "(" and core[-1] == ")":
+        core = core[1:-1]
+    if len(core) > 1 and core[-1] in "+*?":
+        core = core[:-1]
+    return core
+
+
+def _user_names(nonterminals: Iterable[str]) -> List[str]:
+    """Nonterminals a user can mean: not the `Y+` dummies of the shorthand."""
+    return [symbol for symbol in nonterminals if not symbol.endswith("+")]
+
+
+def close_nonterminal(symbol: str, nonterminals: Iterable[str]) -> Optional[str]:
+    """The nonterminal `symbol` (or its shorthand core) most likely misspells, if any."""
+    names = _user_names(nonterminals)
+    core = shorthand_core(symbol)
+    if core in names:
+        return core
+    if len(core) < 2:  # one-character terminals (phonemes, characters) are never typos
+        return None
+    found = difflib.get_close_matches(core, names, n=1, cutoff=_HINT_CUTOFF)
+    return found[0] if found else None
+
+
+def _one_edit(first: str, second: str) -> bool:
+    """True iff the strings differ by exactly one insertion, deletion,
+    substitution or swap of two neighbouring characters."""
+    if first == second or abs(len(first) - len(second)) > 1:
+        return False
+    if len(first) == len(second):
+        diff = [i for i, (x, y) in enumerate(zip(first, second)) if x != y]
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1
+            and first[diff[0]] == second[diff[1]] and first[diff[1]] == second[diff[0]]
+        )
+    short, long_ = sorted((first, second), key=len)
+    i = next((i for i, (x, y) in enumerate(zip(short, long_)) if x != y), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def likely_typo(symbol: str, nonterminals: Iterable[str]) -> Optional[str]:
+    """The nonterminal that the terminal `symbol` clearly misspells, or None.
+
+    Clearly means: the symbol (without shorthand decoration) starts with an
+    uppercase letter, has at least three characters, and is one edit away
+    from a nonterminal of at least three characters. Phonemes, characters and
+    lowercase words are never taken for typos.
+    """
+    core = shorthand_core(symbol)
+    if len(core) < 3 or not core[0].isupper():
+        return None
+    names = [name for name in _user_names(nonterminals) if len(name) >= 3 and _one_edit(core, name)]
+    if not names:
+        return None
+    ranked = difflib.get_close_matches(core, names, n=1, cutoff=0.0)
+    return ranked[0] if ranked else names[0]
+
+
+def respelled(symbol: str, nonterminal: str) -> str:
+    """`symbol` with its shorthand core replaced by `nonterminal` (`Phonem+` -> `Phoneme+`)."""
+    core = shorthand_core(symbol)
+    start = symbol.index(core)
+    return symbol[:start] + nonterminal + symbol[start + len(core):]
+
+
+def did_you_mean(symbol: str, nonterminal: Optional[str], note: Optional[str] = None) -> str:
+    """`; did you mean "X"? (write X+; note)`: the respelled token when it has
+    shorthand, and `note`, in brackets; "" without a nonterminal."""
+    if nonterminal is None:
+        return ""
+    fixed = respelled(symbol, nonterminal)
+    notes = ([f"write {fixed}"] if fixed != nonterminal else []) + ([note] if note else [])
+    return f'; did you mean "{nonterminal}"?' + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def never_a_parent(symbol: str) -> str:
+    """The start of a message about a right-hand-side symbol no rule defines."""
+    core = shorthand_core(symbol)
+    if core == symbol:
+        return f"unknown symbol {symbol!r}: no rule has it as parent, so it is a terminal"
+    return f"unknown symbol {symbol!r}: no rule has {core} as parent, so {symbol} is a terminal"
 
 
 def _edges(grammar: Grammar, unary_only: bool = False) -> Dict[str, List[Tuple[str, Rule]]]:
@@ -114,10 +207,12 @@ def _check_symbols(grammar: Grammar) -> None:
         raise _fail(grammar, "the grammar has no rules; add rules such as `1 1 Sentence --> Word`")
     parents = {rule.parent for rule in grammar.rules}
     if grammar.start not in parents:
+        hint = close_nonterminal(grammar.start, parents)
+        fix = f'did you mean "{hint}"? Or ' if hint else ""
         raise _fail(
             grammar,
             f"unknown symbol: the start symbol {grammar.start!r} has no rules; "
-            f"use one of {_listing(sorted(parents))} or add rules for it",
+            f"{fix}use one of {_listing(sorted(parents))} or add rules for it",
         )
     if CORPUS_CLASS in parents:
         raise _fail(grammar, f"{CORPUS_CLASS} cannot be a parent; it only stands for the corpus characters "
@@ -140,8 +235,10 @@ def _check_adaptors(grammar: Grammar) -> None:
     parents = set(grammar.nonterminals)
     for symbol, adaptor in grammar.adaptors.items():
         if symbol not in parents:
+            hint = close_nonterminal(symbol, parents)
+            fix = f'did you mean "{hint}"? Otherwise ' if hint else ""
             raise _fail(grammar, f"unknown symbol {symbol!r} is adapted but has no rules; "
-                        "add its rules or remove its adaptor")
+                        f"{fix}add its rules or remove its adaptor")
         rule = _first_rule(grammar, symbol)
         if not 0.0 <= adaptor.a < 1.0:
             raise _fail(grammar, f"discount a={adaptor.a!r} of adapted {symbol} must be in [0, 1) "
@@ -161,6 +258,7 @@ def _check_reachable(grammar: Grammar) -> None:
                 queue.append(child)
     unreachable = [symbol for symbol in grammar.nonterminals if symbol not in seen]
     if unreachable:
+        _misspelt_unreachable(grammar, unreachable)
         symbol = unreachable[0]
         also = f" (also unreachable: {_listing(unreachable[1:])})" if len(unreachable) > 1 else ""
         raise _fail(
@@ -169,6 +267,29 @@ def _check_reachable(grammar: Grammar) -> None:
             f"use it on a right-hand side or delete its rules",
             _first_rule(grammar, symbol),
         )
+
+
+def _misspelt_unreachable(grammar: Grammar, unreachable: List[str]) -> None:
+    """An unreachable nonterminal is often one whose every use is misspelt
+    (`Phonem+` for `Phoneme+`): report the misspelling, at its own line."""
+    parents = set(grammar.nonterminals)
+    for rule in grammar.rules:
+        for child in rule.children:
+            if child in parents or child == CORPUS_CLASS:
+                continue
+            hint = close_nonterminal(child, unreachable)
+            if hint is None:
+                continue
+            first = _first_rule(grammar, hint)
+            at = ""
+            if first is not None and first.line:
+                at = f" ({first.source}:{first.line})" if first.source else f" (line {first.line})"
+            raise _fail(
+                grammar,
+                f"{never_a_parent(child)}, and nonterminal {hint}{at} is not reachable from the start "
+                f"symbol {grammar.start}{did_you_mean(child, hint)}",
+                rule,
+            )
 
 
 def _check_productive(grammar: Grammar) -> None:

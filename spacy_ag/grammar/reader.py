@@ -3,10 +3,13 @@
 Two syntaxes map onto the one model of `rules.py`, so every check in
 `checks.py` serves both:
 
-* py-cfg (`[w [a [b]]] Parent --> children`), read exactly as Mark Johnson's
-  py-cfg reads it, plus our extensions: `#` comment lines, the `Y+`, `(Y)`,
+* py-cfg (`[w [a [b]]] Parent --> children`), read as Mark Johnson's py-cfg
+  reads it, plus our extensions: `#` comment lines, the `Y+`, `(Y)`,
   `(Y+)`, `Y?`, `Y*` shorthand, `@ NT key=value` adaptor directives and the `[:corpus:]`
-  character class;
+  character class. Where py-cfg silently guesses we stop with an error: a
+  weight w <= 0 (py-cfg uses the default), an unclosed `[` class, and a
+  right-hand-side symbol that clearly misspells a nonterminal (py-cfg makes it
+  a terminal);
 * PyAdaGram (NLTK `A -> B "c"`, `%` comments, `@ NT K concentration discount`).
 
 Mistakes are reported as one-line `GrammarError`s naming the file, the line and
@@ -14,6 +17,7 @@ the fix, because grammar files are hand-written and a stack trace helps no one.
 """
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import os
@@ -22,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from ..settings import DEFAULT_A, DEFAULT_B
-from .checks import validate
+from .checks import close_nonterminal, did_you_mean, likely_typo, never_a_parent, validate
 from .rules import CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule
 
 ARROW = "-->"
@@ -34,6 +38,10 @@ _FIELDS = ("weight w", "discount a", "concentration b")
 
 PathOrText = Union[str, "os.PathLike[str]"]
 
+_TOKEN = re.compile(r"\S+")  # the tokens of str.split(), with their positions
+_NAMED_CLASS = re.compile(r"\[:([^\[\]:]*):\]")
+_CLASS_NAMES = (CORPUS_CLASS[2:-2],)
+
 
 class Line(NamedTuple):
     """One physical line and the file it came from (messages name both)."""
@@ -42,8 +50,8 @@ class Line(NamedTuple):
     number: int
     text: str
 
-    def error(self, message: str) -> GrammarError:
-        return GrammarError(message, self.source, self.number)
+    def error(self, message: str, column: Optional[int] = None) -> GrammarError:
+        return GrammarError(message, self.source, self.number, column)
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,58 @@ def _number(line: Line, token: str, what: str) -> float:
     return value
 
 
+def _weight(line: Line, token: str, parent: str) -> float:
+    """The weight field: a finite number > 0 (py-cfg silently reads w <= 0 as
+    the default weight, which turns a typo into a different model)."""
+    try:
+        value = float(token)
+    except ValueError:
+        raise line.error(f"weight w {token!r} is not a number") from None
+    if not math.isfinite(value):
+        raise line.error(f"weight w = {token} of {parent} must be a finite number > 0; write a positive weight "
+                         "such as 1")
+    if not value > 0:
+        raise line.error(f"weight w = {token} of {parent} must be > 0; write a positive weight such as 1 "
+                         f"(py-cfg silently reads w <= 0 as the default weight; the numbers are w a b, so "
+                         f"`1 0 {parent} --> ...` is weight 1 with discount a = 0)")
+    return value
+
+
+def _class_problem(token: str) -> Optional[str]:
+    """What is wrong with a right-hand-side token that opens a character class.
+
+    `[:name:]` tokens are classes (only `[:corpus:]` exists); any other token
+    that starts with `[` and has no `]` is an unclosed class. A lone `[` and
+    tokens such as `[x]` are terminals (Brent has the phoneme `[`).
+    """
+    if token == CORPUS_CLASS or len(token) < 2 or token[0] != "[":
+        return None
+    named = _NAMED_CLASS.fullmatch(token)
+    if named:
+        close = difflib.get_close_matches(named.group(1), _CLASS_NAMES, n=1, cutoff=0.6)
+        fix = f'did you mean "[:{close[0]}:]"?' if close else f"the only class is {CORPUS_CLASS}"
+        return f"unknown character class {token!r}; {fix} (every character of the corpus)"
+    if token.startswith("[:"):
+        if "]" in token:
+            return f"malformed character class {token!r}; write {CORPUS_CLASS} as a token of its own"
+        name = token[2:].rstrip(":")
+        known = not name or difflib.get_close_matches(name, _CLASS_NAMES, n=1, cutoff=0.6)
+        return f"unclosed character class {token!r}; " + (
+            f"write {CORPUS_CLASS}" if known else f"the only class is {CORPUS_CLASS} (every character of the corpus)")
+    if "]" not in token:
+        return (f"unclosed character class {token!r}; the only class is {CORPUS_CLASS} (every character of "
+                f"the corpus), and a terminal [ must stand alone")
+    return None
+
+
+def _check_classes(line: Line, spans: Sequence[Tuple[int, str]]) -> None:
+    """Raise at line:column for the first right-hand-side token that is a bad class."""
+    for start, token in spans:
+        problem = _class_problem(token)
+        if problem:
+            raise line.error(problem, column=start + 1)
+
+
 def _check_a_b(line: Line, a: Optional[float], b: Optional[float], adapted: bool = False) -> None:
     """py-cfg aborts unless 0 <= a <= 1 and b > 0; adaptor lines also need a < 1."""
     if a is not None and (not 0.0 <= a <= 1.0 or (adapted and a == 1.0)):
@@ -269,6 +329,7 @@ def _parse_pycfg(lines: List[Line], options: _Options) -> Grammar:
     adaptors = _pycfg_adaptors(rule_lines, parents, options)
     _apply_directives([item for item in items if isinstance(item, _Directive)], adaptors, parents)
     _check_plus_parents(rules, parents, adaptors, rule_lines)
+    _check_typos(rule_lines, set(parents))
     return Grammar(options.start or parents[0], rules, adaptors, options.main)
 
 
@@ -278,7 +339,8 @@ def _arrow_index(tokens: List[str]) -> Optional[int]:
 
 
 def _pycfg_item(line: Line) -> Union[_RuleLine, _Directive, None]:
-    tokens = line.text.split()
+    spans = [(match.start(), match.group()) for match in _TOKEN.finditer(line.text)]
+    tokens = [token for _, token in spans]
     if not tokens or tokens[0].startswith("#"):
         return None
     arrow = _arrow_index(tokens)
@@ -286,7 +348,7 @@ def _pycfg_item(line: Line) -> Union[_RuleLine, _Directive, None]:
         return _parse_directive(line, tokens)
     if arrow is None:
         raise _missing_arrow(line, tokens)
-    return _parse_rule_line(line, tokens, arrow)
+    return _parse_rule_line(line, spans, arrow)
 
 
 def _missing_arrow(line: Line, tokens: List[str]) -> GrammarError:
@@ -297,20 +359,24 @@ def _missing_arrow(line: Line, tokens: List[str]) -> GrammarError:
     return line.error(f"missing '-->'; a rule looks like {RULE_SHAPE}")
 
 
-def _parse_rule_line(line: Line, tokens: List[str], arrow: int) -> _RuleLine:
+def _parse_rule_line(line: Line, spans: List[Tuple[int, str]], arrow: int) -> _RuleLine:
+    tokens = [token for _, token in spans]
     head, glued = tokens[:arrow], tokens[arrow][len(ARROW):]
-    rhs = tuple(([glued] if glued else []) + tokens[arrow + 1:])
+    rhs_spans = ([(spans[arrow][0] + len(ARROW), glued)] if glued else []) + spans[arrow + 1:]
+    rhs = tuple(token for _, token in rhs_spans)
     if not head or _is_number(head[-1]):
         raise line.error(f"missing parent before -->; a rule looks like {RULE_SHAPE} "
                          "and a parent must not look like a number")
     *fields, parent = head
     if len(fields) > 3:
         raise line.error(f"too many numbers before {parent} ({len(fields)}); at most three: w a b")
-    numbers = [_number(line, token, what) for token, what in zip(fields, _FIELDS)]
+    numbers = [_weight(line, fields[0], parent)] if fields else []
+    numbers += [_number(line, token, what) for token, what in zip(fields[1:], _FIELDS[1:])]
     weight, a, b = numbers + [None] * (3 - len(numbers))
     _check_a_b(line, a, b)
     if not rhs:
         raise line.error(f"empty right-hand side: write at least one symbol after {parent} -->")
+    _check_classes(line, rhs_spans)
     return _RuleLine(line, weight, a, b, parent, rhs)
 
 
@@ -335,7 +401,7 @@ def _expand_rule_lines(rule_lines: List[_RuleLine], parents: Set[str], options: 
     rules: List[Rule] = []
     dummies: Dict[str, Line] = {}
     for item in rule_lines:
-        weight = item.weight if item.weight is not None and item.weight > 0 else options.default_weight
+        weight = item.weight if item.weight is not None else options.default_weight
         for children in _expand_shorthand(item.rhs, parents, dummies, item.where):
             rules.append(_rule(item.parent, children, weight, item.where, options))
     for symbol, where in dummies.items():
@@ -402,8 +468,10 @@ def _apply_directives(directives: List[_Directive], adaptors: Dict[str, Adaptor]
     for directive in directives:
         symbol, where = directive.symbol, directive.where
         if symbol not in parents:
+            hint = close_nonterminal(symbol, parents)
+            spelling = f'did you mean "{hint}"?' if hint else "check the spelling"
             raise where.error(f"unknown symbol {symbol!r} in adaptor directive; it must name a nonterminal "
-                              "that has rules (check the spelling)")
+                              f"that has rules ({spelling})")
         adaptor = adaptors.get(symbol)
         if adaptor is None:
             raise where.error(f"directive for {symbol}, which is not adapted (a = 1 on its rule lines); "
@@ -434,6 +502,24 @@ def _check_plus_parents(rules: List[Rule], parents: List[str], adaptors: Dict[st
                           f"more {base}); rename {parent}")
 
 
+def _check_typos(rule_lines: List[_RuleLine], parents: Set[str]) -> None:
+    """A right-hand-side symbol that no rule defines is a terminal in py-cfg;
+    one that is clearly a misspelt nonterminal (`Phonem+`, `Wrod`; see
+    `checks.likely_typo`) is reported instead of silently becoming one."""
+    for item in rule_lines:
+        for token in item.rhs:
+            symbol, _ = _shorthand_item(token, parents)
+            if symbol in parents or symbol == CORPUS_CLASS or (symbol.endswith("+") and symbol[:-1] in parents):
+                continue
+            hint = likely_typo(token, parents)
+            if hint is not None:
+                note = f"to keep {token} as a terminal, rename the nonterminal {hint}"
+                raise item.where.error(
+                    f"{never_a_parent(token)} one edit away from the nonterminal {hint}"
+                    f"{did_you_mean(token, hint, note)}"
+                )
+
+
 # ------------------------------------------------------------------- PyAdaGram
 
 _PYADAGRAM_TOKEN = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")
@@ -455,13 +541,15 @@ def _parse_pyadagram(lines: List[Line], options: _Options) -> Grammar:
     productions: List[_Production] = []
     adaptor_lines: List[Tuple[Line, str, Adaptor]] = []
     for line in lines:
-        tokens = _PYADAGRAM_TOKEN.findall(line.text)
+        spans = [(match.start(), match.group()) for match in _PYADAGRAM_TOKEN.finditer(line.text)]
+        tokens = [token for _, token in spans]
         if not tokens or tokens[0].startswith("%"):
             continue
         if tokens[0] == "@":
             adaptor_lines.append(_pyadagram_adaptor(line, tokens))
         else:
             productions.extend(_pyadagram_productions(line, tokens))
+            _check_classes(line, spans[2:])  # quoted terminals start with a quote, never with [
     if not productions:
         raise _no_rules(options)
     parents = list(dict.fromkeys(p.parent for p in productions))
@@ -473,7 +561,10 @@ def _parse_pyadagram(lines: List[Line], options: _Options) -> Grammar:
     adaptors: Dict[str, Adaptor] = {}
     for where, symbol, adaptor in adaptor_lines:
         if symbol not in parents:
-            raise where.error(f"unknown symbol {symbol!r} in adaptor line; it must name a nonterminal that has rules")
+            hint = close_nonterminal(symbol, parents)
+            spelling = f' (did you mean "{hint}"?)' if hint else ""
+            raise where.error(f"unknown symbol {symbol!r} in adaptor line; it must name a nonterminal that has "
+                              f"rules{spelling}")
         adaptors[symbol] = adaptor
     return Grammar(options.start or parents[0], rules, adaptors, options.main)
 
@@ -526,8 +617,10 @@ def _pyadagram_child(where: Line, token: str, parents: Set[str]) -> str:
             raise where.error(f"terminal {token} has the name of a nonterminal; rename the nonterminal {terminal}")
         return terminal
     if token != CORPUS_CLASS and token not in parents:
-        raise where.error(f"unknown symbol {token!r}: it is never a parent; quote it if it is a terminal "
-                          f"(\"{token}\") or add rules for it")
+        hint = close_nonterminal(token, parents)
+        spelling = f'did you mean "{hint}"? Otherwise ' if hint else ""
+        raise where.error(f"unknown symbol {token!r}: it is never a parent; {spelling}quote it if it is a "
+                          f"terminal (\"{token}\") or add rules for it")
     return token
 
 

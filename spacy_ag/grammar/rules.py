@@ -17,17 +17,22 @@ CORPUS_CLASS = "[:corpus:]"
 
 
 class GrammarError(SpacyAgError):
-    """A mistake in a grammar file, reported as one line: file, line, problem, fix."""
+    """A mistake in a grammar file, reported as one line: file, line (column), problem, fix."""
 
     code = "E100"
 
-    def __init__(self, message: str, path: Optional[str] = None, line: Optional[int] = None):
+    def __init__(self, message: str, path: Optional[str] = None, line: Optional[int] = None,
+                 column: Optional[int] = None):
         where = ""
         if path is not None:
-            where = f"{path}:{line}: " if line is not None else f"{path}: "
+            where = f"{path}: "
+            if line is not None:
+                where = f"{path}:{line}:{column}: " if column is not None else f"{path}:{line}: "
         super().__init__(where + message)
         self.path = path
         self.line = line
+        #: 1-based column (code points) for syntax errors inside a line, else None.
+        self.column = column
 
 
 @dataclass(frozen=True)
