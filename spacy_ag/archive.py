@@ -19,24 +19,28 @@ converted on load, with a warning.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import signal
 import tempfile
+import threading
 import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Mapping, Tuple, Union
+from typing import Any, Dict, List, Mapping, Tuple, Union
 
 import numpy as np
 
 from .errors import Errors, ModelFileError
 
-__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "is_archive", "read_archive", "read_archive_bytes", "write_archive",
-           "write_atomic_file"]
+__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "is_archive", "read_archive", "read_archive_bytes",
+           "remove_leftovers", "write_archive", "write_atomic_file"]
 
 FORMAT_VERSION = 2
 HEADER, GRAMMAR, ARRAYS = "header.json", "grammar.lt", "arrays.npz"
@@ -114,6 +118,66 @@ def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], met
             ARRAYS: npz_bytes(arrays)}
 
 
+#: The names of the temporary siblings below (``tempfile``'s 8 random characters between the
+#: target's name and the suffix): a file ``.NAME.XXXXXXXX.tmp``, a directory ``.NAME.XXXXXXXX.tmp``
+#: or ``.NAME.XXXXXXXX.old``. Only a killed process (SIGKILL, power loss) leaves one behind.
+_LEFTOVER = re.compile(r"\..+\.[a-z0-9_]{8}\.(tmp|old)\Z")
+
+
+def remove_leftovers(folder: PathLike) -> List[str]:
+    """Remove the temporary files and directories that killed atomic writes left in `folder`.
+
+    Only names of the exact form the writers below create are touched (files ending in .tmp,
+    directories in .tmp or .old; never a symlink); returns the names removed, sorted. Call it
+    only where no other process is writing (a trainer does it under its output lock).
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for entry in entries:
+        match = _LEFTOVER.match(entry.name)
+        if match is None or entry.is_symlink():
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            elif match.group(1) == "tmp" and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+            else:
+                continue
+        except FileNotFoundError:
+            continue
+        removed.append(entry.name)
+    return sorted(removed)
+
+
+def _holding_sigterm(write):
+    """Hold SIGTERM back while `write` runs, then deliver it to the handler there was.
+
+    Without this, SIGTERM's default action would kill the process mid-write and leave the
+    temporary sibling behind; held back, the write finishes (or fails and cleans up) first.
+    Only in the main thread, where Python runs signal handlers.
+    """
+
+    @functools.wraps(write)
+    def held(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is None:
+            return write(*args, **kwargs)
+        received = []
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+        try:
+            return write(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if received:
+                signal.raise_signal(signal.SIGTERM)
+
+    return held
+
+
+@_holding_sigterm
 def write_atomic_file(path: PathLike, data: bytes) -> None:
     """Replace `path` by `data` atomically (temporary sibling, fsync, rename), with the user's umask."""
     path = Path(path)
@@ -132,6 +196,7 @@ def write_atomic_file(path: PathLike, data: bytes) -> None:
         raise
 
 
+@_holding_sigterm
 def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray],
                   meta: Mapping[str, Any]) -> None:
     """Write the archive directory `path` whole, replacing any archive there."""
@@ -173,7 +238,7 @@ def _load_npz(data: bytes, source: str, kind: str) -> Dict[str, np.ndarray]:
             return {k: npz[k] for k in npz.files}
     except Exception as err:  # numpy raises many types for damaged files; its advice to
         # allow pickles must not reach the user
-        reason = "object arrays are never loaded" if "allow_pickle" in str(err) else type(err).__name__
+        reason = "not an archive of plain numpy arrays" if "allow_pickle" in str(err) else type(err).__name__
         raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=reason)) from None
 
 
@@ -263,11 +328,3 @@ def read_archive_bytes(data: bytes, source: str, kind: str) -> Archive:
     if HEADER not in members and LEGACY_STATE in members:
         return _legacy(members, source, kind)
     return _check(members, source, kind)
-
-
-def header_settings(archive: Archive, *keys: str) -> Tuple[Any, ...]:
-    """Header values the loader cannot do without, or one ModelFileError naming the missing one."""
-    try:
-        return tuple(archive.header[k] for k in keys)
-    except KeyError as err:
-        raise ModelFileError(Errors.E065.format(path=archive.kind, err=f"missing {err}")) from None

@@ -88,6 +88,10 @@ class TrainingConfig:
     def segment_category(self) -> str:
         return self.grammar.segment_category
 
+    @property
+    def units(self) -> str:
+        return self.grammar.units
+
 
 
 # ---------------------------------------------------------------- reading
@@ -303,7 +307,7 @@ def build_model(cfg: TrainingConfig):
     g = cfg.grammar
     return AdaptorGrammar(cfg.grammar_path, segment_category=g.segment_category, mode=g.mode,
                           split_at=cfg.split_at, sampler=dataclasses.replace(cfg.sampler),
-                          inference=cfg.inference, online=dataclasses.replace(cfg.online),
+                          inference=cfg.inference, online=dataclasses.replace(cfg.online), units=g.units,
                           fmt=g.format, default_weight=g.default_weight, default_a=g.default_a,
                           default_b=g.default_b)
 

@@ -16,12 +16,22 @@ for scoring against the gold file.
 
 Line numbers are 1-based source lines and survive skipped blank lines, so
 every error can point at the offending line of the user's file.
+
+What a character is comes from `spacy_ag.text_units`: ``units="graphemes"``
+(the default) makes every extended grapheme cluster one terminal, so a
+letter with combining marks or an emoji sequence is never cut;
+``units="codepoints"`` makes every code point one. Control characters (NUL,
+ESC, ...) are hard boundaries, like the `split_at` characters, and a lone
+surrogate is a one-line `TextError` naming the line.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from .errors import Errors, TextError
+from .text_units import DEFAULT_UNITS, check_text, check_units, is_control, terminals as text_terminals
 
 __all__ = [
     "DEFAULT_PUNCTUATION",
@@ -65,8 +75,9 @@ class Corpus:
     ``utterance_lines[u]`` (blank lines are kept here as empty utterances so
     that output written per utterance lines up with the input file).
     ``gold_words[u]`` holds the gold words of utterance ``u`` when the corpus
-    was read with ``gold=True``.  Treat a Corpus as immutable once built: the
-    alphabet index is cached.
+    was read with ``gold=True``.  ``units`` says what a terminal of chars mode
+    is ("graphemes" or "codepoints"; None for a corpus built by hand).  Treat a
+    Corpus as immutable once built: the alphabet index is cached.
     """
 
     sentences: List[Tuple[str, ...]]
@@ -76,6 +87,7 @@ class Corpus:
     pieces: Optional[List[List[Piece]]] = None
     utterance_lines: Optional[List[int]] = None
     gold_words: Optional[List[List[str]]] = None
+    units: Optional[str] = None
     _first_line: Optional[Dict[str, int]] = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -188,12 +200,20 @@ def iter_lines(path: Union[str, os.PathLike]) -> Iterator[Tuple[int, str]]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(
-                    f"{name}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
-                ) from None
+                raise TextError(Errors.E111.format(path=name, line=lineno, what=_bad_bytes(raw, e.start),
+                                                   column=e.start + 1)) from None
             if lineno == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield lineno, text
+
+
+def _bad_bytes(raw: bytes, at: int) -> str:
+    """What the undecodable bytes at `at` are: an encoded lone surrogate gets named."""
+    b = raw[at:at + 3]
+    if len(b) == 3 and b[0] == 0xED and 0xA0 <= b[1] <= 0xBF and 0x80 <= b[2] <= 0xBF:
+        code = 0xD000 | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F)
+        return f"byte {b[0]:#04x}: an encoded lone surrogate U+{code:04X}"
+    return f"byte {raw[at]:#04x}"
 
 
 def _numbered(path_or_lines) -> Tuple[Optional[str], Iterable[Tuple[int, str]]]:
@@ -216,10 +236,13 @@ def read_corpus(
     gold: bool = False,
     split_at: Optional[Iterable[str]] = None,
     source: Optional[str] = None,
+    units: str = DEFAULT_UNITS,
 ) -> Corpus:
     """Read training text (a file path, or an iterable of line strings).
 
-    ``mode="chars"``: every non-whitespace code point is a terminal.
+    ``mode="chars"``: every non-whitespace unit is a terminal; ``units`` says
+    what a unit is: an extended grapheme cluster ("graphemes", the default) or
+    a code point ("codepoints"). Control characters are hard boundaries.
     ``mode="tokens"``: whitespace-separated tokens are terminals (py-cfg).
     ``gold=True`` (chars mode only): lines are gold segmentations; the
     sentence is the line without spaces and the words go to ``gold_words``.
@@ -235,6 +258,7 @@ def read_corpus(
         raise ValueError(f"unknown corpus mode {mode!r}; use one of {', '.join(MODES)}")
     if gold and mode != "chars":
         raise ValueError("gold=True needs mode='chars' (gold words are spelled by characters)")
+    check_units(units)
     boundary = frozenset(split_at) if split_at is not None else None
     path, numbered = _numbered(path_or_lines)
     if source is not None:
@@ -248,12 +272,15 @@ def read_corpus(
 
     for lineno, text in numbered:
         if mode == "tokens":
-            terminals = tuple(text.split())
+            terminals = tuple(check_text(text, f"{path or '<lines>'}:{lineno}").split())
+            cut = boundary
         else:
-            terminals = tuple(c for c in text if not c.isspace())
+            terminals = tuple(text_terminals(text, units, f"{path or '<lines>'}:{lineno}"))
+            controls = frozenset(t for t in terminals if is_control(t)) if not text.isprintable() else None
+            cut = (boundary or frozenset()) | controls if controls else boundary
         if gold_words is not None:
             gold_words.append(text.split())
-        chunks = split_chunks(terminals, boundary) if boundary else ([(terminals, False)] if terminals else [])
+        chunks = split_chunks(terminals, cut) if cut else ([(terminals, False)] if terminals else [])
         pieces: List[Piece] = []
         for chunk, is_boundary in chunks:
             if is_boundary:
@@ -273,4 +300,5 @@ def read_corpus(
         pieces=all_pieces,
         utterance_lines=utterance_lines,
         gold_words=gold_words,
+        units=units if mode == "chars" else None,
     )

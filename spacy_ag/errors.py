@@ -56,6 +56,8 @@ class Errors(metaclass=_WithCodes):
     E048 = "{path}:{line}: \"text\" is {found}, not a string; a JSONL corpus has one {{\"text\": \"...\"}} per line"
     E040 = ("{path}: the pipeline config is incomplete ({err}); spaCy needs all its sections: fill it with "
             "`python -m spacy init fill-config {path} {path}`, or start from `spacy-ag init-config`")
+    E041 = ("output {path} is in use: another run holds its lock{holder}; wait for that run to end, or train "
+            "into another --output")
     # ---- model archives (E060-E079)
     E060 = "{path}: no such model directory"
     E061 = "{path}: damaged or not a spacy-ag {kind} archive ({err}); retrain or restore it from a backup"
@@ -66,7 +68,19 @@ class Errors(metaclass=_WithCodes):
     E064 = "{path}: array {name!r} is {found}, expected {expected}; the model file is damaged"
     E065 = "{path}: incomplete model header ({err})"
     E066 = "{path}: {name} missing; the model is incomplete"
+    # ---- model arrays checked against the grammar (spacy_ag.state_checks)
+    E067 = ("{path}: array {name!r} is {found}, expected {expected}; the model file is damaged or not of this "
+            "grammar")
+    E068 = "{path}: {name}[{index}] ({counter}) is {value}, expected {expected}; the model file is damaged"
+    E069 = "{path}: array {name!r} holds {value} at index {index}, expected {expected}; the model file is damaged"
+    E070 = "{path}: array {name!r} at index {index}: {problem}; the model file is damaged"
+    E071 = ("{path}: array {name!r} holds {found} at index {index}, but the trees in the state give {expected}; "
+            "the model file is damaged")
+    E072 = "{path}: {what}; retrain the model or restore it from a backup"
     # ---- text (E110-E129)
+    E120 = ("{source}: a run of {n} terminals without a boundary is too long to parse (at most {limit}, and "
+            "{gib:.0f} GiB of charts: time grows with the cube of the length); split such lines, e.g. at "
+            "punctuation (split_at, boundary_chars), or shorten them")
     E110 = ("{where}: lone surrogate U+{code:04X} at character {column}: not Unicode text; decode the input "
             "as UTF-8 with errors='strict' or 'replace', not 'surrogateescape'")
     E111 = "{path}:{line}: not valid UTF-8 ({what} at column {column})"

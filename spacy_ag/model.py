@@ -29,9 +29,9 @@ from .grammar import (
 )
 from .grammar.checks import uncovered_error
 from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
-from .errors import Errors, ModelFileError
+from .errors import Errors, ModelFileError, TextError
 from .serialize import state_from_arrays
-from .settings import OnlineSettings, SamplerSettings
+from .settings import OnlineSettings, SamplerSettings, SettingError, check, normalized
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
     default_workers, run_chains, words_from_key,
@@ -39,10 +39,20 @@ from .training import (
 from .online_training import (
     VariationalRun, mode_settings, model_arrays, shuffled_stream, variational_from_arrays,
 )
+from .text_units import (
+    DEFAULT_UNITS, LEGACY_UNITS, check_text, check_units, is_control, is_hard_boundary, terminals, text_units,
+)
 from .tree import Tree
 
 INFERENCE_MODES = ("mcmc", "vb", "online")
 ARCHIVE_KIND = "model"
+#: The longest unbroken run of text parsed, and the most memory its charts may take. Parsing
+#: takes time cubic and memory quadratic in the run's length (unigram grammar: 1,000 terminals take
+#: about 3 s, 2,000 about 50 s), so
+#: a longer run is refused with one line before any work, instead of running for minutes or failing
+#: to allocate. (Parsing in time linear in the length, with a maximum word length, is to come.)
+MAX_RUN_TERMINALS = 1000
+MAX_CHART_BYTES = 2 * 2 ** 30
 PathLike = Union[str, os.PathLike]
 
 
@@ -56,23 +66,29 @@ class AdaptorGrammar:
     With `inference="online"` (or `"vb"`) the same grammar is trained by the
     hybrid variational algorithm; `partial_fit` continues on new text, and a
     model trained by MCMC continues variationally from its tables.
+
+    In `mode="chars"` a terminal is an extended grapheme cluster
+    (`units="graphemes"`, the default) or a code point (`units="codepoints"`),
+    see `spacy_ag.text_units`; the units are saved with the model.
     """
 
     def __init__(self, grammar: Union[Grammar, PathLike], *, segment_category: str = "Word",
                  mode: str = "chars", split_at: Optional[Iterable[str]] = None,
                  sampler: Optional[SamplerSettings] = None, inference: str = "mcmc",
-                 online: Optional[OnlineSettings] = None, **grammar_options):
+                 online: Optional[OnlineSettings] = None, units: str = DEFAULT_UNITS, **grammar_options):
         if not isinstance(grammar, Grammar):
             grammar = read_grammar(grammar, **grammar_options)
         self.grammar = grammar
         self.segment_category = segment_category
         self.mode = mode
+        self.units = check_units(units)
         self.split_at = frozenset(split_at) if split_at else None
-        self.sampler = sampler or SamplerSettings()
+        # checked and normalised (4 -> 4.0 for a float setting), so a saved model reads back to the same bytes
+        self.sampler = normalized(sampler or SamplerSettings(), "sampler")
         if inference not in INFERENCE_MODES:
             raise ValueError(f"unknown inference mode {inference!r}; use one of {', '.join(INFERENCE_MODES)}")
         self.inference = inference
-        self.online = online or OnlineSettings()
+        self.online = normalized(online or OnlineSettings(), "online")
         self.compiled: Optional[CompiledGrammar] = None
         self.state: Optional[State] = None
         #: variational statistics when the state was last trained by vb or online (else None)
@@ -93,12 +109,16 @@ class AdaptorGrammar:
             return corpus
         if isinstance(corpus, (str, os.PathLike)) and not isinstance(corpus, str) or (
                 isinstance(corpus, str) and "\n" not in corpus and Path(corpus).exists()):
-            return read_corpus(corpus, mode=self.mode, split_at=self.split_at)
+            return read_corpus(corpus, mode=self.mode, split_at=self.split_at, units=self.units)
         if isinstance(corpus, str):
             raise FileNotFoundError(f"corpus file not found: {corpus}")
-        return read_corpus(list(corpus), mode=self.mode, split_at=self.split_at, source="<texts>")
+        return read_corpus(list(corpus), mode=self.mode, split_at=self.split_at, source="<texts>",
+                           units=self.units)
 
     def _prepare(self, corpus: Corpus) -> CompiledGrammar:
+        if self.mode == "chars" and corpus.units not in (None, self.units):
+            raise TextError(Errors.E113.format(source=corpus.path or "<corpus>", found=corpus.units,
+                                                expected=self.units))
         if self.compiled is None:
             self.grammar = expand_corpus_class(self.grammar, corpus.alphabet())
             self.compiled = CompiledGrammar(self.grammar)
@@ -132,7 +152,7 @@ class AdaptorGrammar:
         training = TrainingSettings(iterations=iterations, chains=chains, seed=seed, burn_in=burn_in,
                                     sample_every=sample_every, checkpoint_every=checkpoint_every,
                                     eval_every=eval_every, eval_at=tuple(eval_at), workers=workers)
-        words, sent_ptr = pack_corpus(compiled, corpus.sentences)
+        words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
         seg_sym = compiled.nt_index[self.segment_category]
         jobs = []
@@ -182,13 +202,13 @@ class AdaptorGrammar:
     def _fit_variational(self, corpus: Corpus, *, seed: int, callback, checkpoint_dir, checkpoint_every: int,
                          resume: bool, gold, eval_every: int) -> "AdaptorGrammar":
         compiled = self._prepare(corpus)
-        words, sent_ptr = pack_corpus(compiled, corpus.sentences)
+        words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         settings = mode_settings(self.inference, self.online, len(corpus))
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar) + self.inference)
         ckpt = str(Path(checkpoint_dir) / "online.npz") if checkpoint_dir else None
         meta = None
         if resume and ckpt and Path(ckpt).exists():
-            state, V, meta = VariationalRun.load_checkpoint(ckpt, fingerprint)
+            state, V, meta = VariationalRun.load_checkpoint(ckpt, fingerprint, compiled)
             learner = OnlineLearner(compiled, settings, seed, state=state, variational=V, progress=meta["progress"])
         else:
             learner = self._learner(settings, seed)
@@ -278,12 +298,13 @@ class AdaptorGrammar:
         return -line.get("batch_loglik", 0.0)
 
     def _chunks(self, text) -> List[Sequence[str]]:
-        """The parseable runs of a text: whitespace, `split_at` and unknown terminals cut it."""
+        """The parseable runs of a text: whitespace, control characters, `split_at` and unknown
+        terminals cut it."""
         terms = self._terminals(text)
         known = self.compiled.term_index if self.compiled is not None else None
         out, current = [], []
         for t in terms:
-            if (known is not None and t not in known) or (self.split_at and t in self.split_at):
+            if (known is not None and t not in known) or (self.split_at and t in self.split_at) or is_control(t):
                 if current:
                     out.append(current)
                 current = []
@@ -296,15 +317,29 @@ class AdaptorGrammar:
     def prepare_alphabet(self, alphabet: Iterable[str]) -> None:
         """Expand a `[:corpus:]` grammar to these terminals before streaming (no-op once compiled)."""
         if self.compiled is None:
-            self.grammar = expand_corpus_class(self.grammar, sorted(set(alphabet)))
+            letters = sorted({t for t in alphabet if not is_hard_boundary(t)})
+            self.grammar = expand_corpus_class(self.grammar, letters)
             self.compiled = CompiledGrammar(self.grammar)
+
+    def _pack(self, chunks: Sequence[Sequence[str]], source: Optional[PathLike] = None):
+        """Terminal ids and offsets of `chunks`, refusing before any work a chunk whose charts
+        would not fit in `MAX_CHART_BYTES`."""
+        longest = max((len(c) for c in chunks), default=0)
+        self._require_chart_room(longest, source)
+        return pack_corpus(self.compiled, chunks)
+
+    def _require_chart_room(self, n: int, source: Optional[PathLike] = None) -> None:
+        need = (n + 1) ** 2 * (8 * self.compiled.arrays.n_sym + 12)
+        if n > MAX_RUN_TERMINALS or need > MAX_CHART_BYTES:
+            raise TextError(Errors.E120.format(source=source or "<texts>", n=n, limit=MAX_RUN_TERMINALS,
+                                               gib=MAX_CHART_BYTES / 2 ** 30))
 
     def _pack_batch(self, batch: List[Sequence[str]]):
         if self.compiled is None:  # a [:corpus:] grammar meets its alphabet: this minibatch's
             self.prepare_alphabet(t for chunk in batch for t in chunk)
         # chunks cut before the grammar was compiled may hold terminals it does not know
         batch = [c for chunk in batch for c in self._chunks(list(chunk))]
-        return pack_corpus(self.compiled, batch)
+        return self._pack(batch)
 
     def heldout_loglik(self, texts: Iterable) -> Dict[str, float]:
         """Held-out log likelihood (docs/algorithms.md 4.15): per text, the best log weight under the
@@ -312,7 +347,7 @@ class AdaptorGrammar:
         (table weights and collapsed rule probabilities), so all modes compare."""
         self._require_state()
         chunks = [c for t in texts for c in self._chunks(t)]
-        words, ptr = pack_corpus(self.compiled, chunks)
+        words, ptr = self._pack(chunks)
         V = self.variational
         if V is None:
             G = self.compiled.arrays
@@ -332,7 +367,7 @@ class AdaptorGrammar:
             raise RuntimeError("the model has not been fitted in this session")
         corpus = self.training_corpus
         if self.variational is not None:
-            words, ptr = pack_corpus(self.compiled, corpus.sentences)
+            words, ptr = self._pack(corpus.sentences, corpus.path)
             seg_sym = self.compiled.nt_index[self.segment_category]
             return corpus.reassemble(self._segment_packed(words, ptr, corpus.sentences, seg_sym))
         if self.marginals is None:
@@ -377,27 +412,32 @@ class AdaptorGrammar:
         return out
 
     def _terminals(self, text) -> List[str]:
+        """The terminals of a text: its tokens, or its units without whitespace (control
+        characters included: callers treat them as hard boundaries)."""
         if isinstance(text, str):
-            return text.split() if self.mode == "tokens" else [c for c in text if not c.isspace()]
+            return check_text(text).split() if self.mode == "tokens" else terminals(text, self.units)
         return list(text)
 
     def segment(self, texts: Iterable, category: Optional[str] = None) -> List[List[str]]:
         """Most probable segmentation of each text under the trained state.
 
-        Whitespace, the `split_at` characters and symbols never seen in
-        training are hard boundaries and words of their own, so any text
-        segments without error.
+        Whitespace, control characters, the `split_at` characters and symbols
+        never seen in training are hard boundaries, and all but whitespace are
+        words of their own, so any text segments without error and the words
+        spell it (without its whitespace). No word boundary falls inside a
+        text unit (`units`). A lone surrogate raises `TextError` [E110].
         """
         self._require_state()
         compiled = self.compiled
         seg_sym = compiled.nt_index[category or self.segment_category]
-        texts = [list(t) if isinstance(t, str) and self.mode == "chars" else self._terminals(t)
+        texts = [text_units(t, self.units) if isinstance(t, str) and self.mode == "chars" else self._terminals(t)
                  for t in texts]
         chunks, plan = [], []
         for terms in texts:
             pieces, current = [], []
             for t in terms:
-                hard = t.isspace() or t not in compiled.term_index or (self.split_at and t in self.split_at)
+                hard = (is_hard_boundary(t) or t not in compiled.term_index
+                        or (self.split_at and t in self.split_at))
                 if hard:
                     if current:
                         pieces.append(("parse", len(chunks)))
@@ -411,7 +451,7 @@ class AdaptorGrammar:
                 pieces.append(("parse", len(chunks)))
                 chunks.append(current)
             plan.append(pieces)
-        words, ptr = pack_corpus(compiled, chunks)
+        words, ptr = self._pack(chunks)
         marks = np.zeros(len(words) + len(chunks), np.uint8)
         scores = np.zeros(len(chunks))
         if chunks:
@@ -447,6 +487,7 @@ class AdaptorGrammar:
             if n == 0 or (ids < 0).any():
                 out.append(None)
                 continue
+            self._require_chart_room(n)
             vchart = np.empty((n + 1, n + 1, G.n_sym))
             ynode = np.full((n + 1, n + 1), -1, np.int32)
             if viterbi_chart(G, S, ids, n, lrho, ltab, vchart, ynode) == -np.inf:
@@ -547,7 +588,7 @@ class AdaptorGrammar:
         return model_arrays(self.state, self.variational)
 
     def _meta(self) -> Dict:
-        return {"segment_category": self.segment_category, "mode": self.mode,
+        return {"segment_category": self.segment_category, "mode": self.mode, "units": self.units,
                 "split_at": sorted(self.split_at) if self.split_at else None, "start": self.grammar.start,
                 "sampler": asdict(self.sampler), "inference": self.inference, "online": self.online.to_dict(),
                 "progress": self.progress, "trace_tail": reproducible(self.trace[-1:])}
@@ -567,20 +608,27 @@ class AdaptorGrammar:
         meta, arrays = archive.header, archive.arrays
         try:
             start, category, mode = meta["start"], meta["segment_category"], meta["mode"]
-            sampler = SamplerSettings(**meta["sampler"])
-            online = OnlineSettings(**meta.get("online", {}))
+            sampler = check(SamplerSettings, meta["sampler"], "sampler")
+            online = check(OnlineSettings, meta.get("online", {}), "online")
         except (KeyError, TypeError) as err:
             raise ModelFileError(Errors.E065.format(path=source, err=repr(err))) from None
+        except SettingError as err:
+            raise ModelFileError(Errors.E065.format(path=source, err=err)) from None
         grammar_source = f"{source}/grammar.lt"
         grammar = parse_grammar_text(archive.grammar_text, fmt="pycfg", source=grammar_source, start=start)
         model = cls(grammar, segment_category=category, mode=mode, split_at=meta.get("split_at"),
-                    sampler=sampler, inference=meta.get("inference", "mcmc"), online=online)
+                    sampler=sampler, inference=meta.get("inference", "mcmc"), online=online,
+                    units=meta.get("units", LEGACY_UNITS))  # older archives: trained on code points
         state = state_from_arrays(arrays, source)
+        variational = variational_from_arrays(arrays, source)
+        from .state_checks import arrays_source, check_state  # every array, before any kernel sees it
+
+        check_state(model.compiled, state, variational, arrays_source(archive, source))
         G = model.compiled.arrays
         if state.f.shape[0] != G.rule_parent.shape[0] or state.ad_a.shape[0] != G.adaptor_nt.shape[0]:
             raise ModelFileError(f"{source}: state does not match {grammar_source}")
         model.state = state
-        model.variational = variational_from_arrays(arrays, source)
+        model.variational = variational
         model.progress = meta.get("progress", {})
         model.trace = meta.get("trace_tail", [])
         return model

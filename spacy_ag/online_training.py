@@ -84,7 +84,7 @@ class VariationalRun:
         write_npz_atomic(Path(self.checkpoint), model_arrays(self.learner.state, self.learner.V), meta)
 
     @staticmethod
-    def load_checkpoint(path: str, fingerprint: str):
+    def load_checkpoint(path: str, fingerprint: str, compiled=None):
         arrays, meta = read_npz(Path(path), "checkpoint")
         if meta.get("mode") != "variational":
             raise ModelFileError(f"{path}: an MCMC checkpoint; resume it with inference mode mcmc")
@@ -92,7 +92,11 @@ class VariationalRun:
             raise ValueError(f"{path}: checkpoint of another corpus or grammar; remove it or train "
                              "without --resume")
         state = state_from_arrays(arrays, path)
-        return state, variational_from_arrays(arrays, path), meta
+        variational = variational_from_arrays(arrays, path)
+        from .state_checks import check_state  # every array, before any kernel sees it
+
+        check_state(compiled, state, variational, path, require_variational=True)
+        return state, variational, meta
 
     def restore(self, meta: Dict) -> None:
         self.epoch, self.position = int(meta["epoch"]), int(meta["position"])

@@ -38,6 +38,7 @@ __all__ = [
     "check",
     "defaults",
     "help_of",
+    "normalized",
     "topic_online_settings",
 ]
 
@@ -476,6 +477,11 @@ def defaults(cls: type) -> Dict[str, Any]:
 
 def help_of(cls: type, name: str) -> str:
     return fields_of(cls)[name].metadata.get("help", "")
+
+
+def normalized(settings: T, section: str) -> T:
+    """`settings` (a settings group) checked, its values converted to their types (4 -> 4.0)."""
+    return check(type(settings), dataclasses.asdict(settings), section)
 
 
 def check(cls: Type[T], values: Mapping[str, Any], section: str, *, partial: bool = False) -> T:

@@ -1,13 +1,15 @@
 """What every `spacy-ag` command shares: one-line messages, the error policy, input checks, progress.
 
 The error policy lives here so that every command fails the same way: one
-``✘ [code] <message>`` line on stderr and exit code 1 (130 when interrupted),
-or a Python traceback with ``SPACY_AG_DEBUG=1``.
+``✘ [code] <message>`` line on stderr and exit code 1 (130 when interrupted by
+Ctrl-C, 143 by SIGTERM: 128 + the signal), or a Python traceback with
+``SPACY_AG_DEBUG=1``.
 """
 from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -25,6 +27,11 @@ OVERRIDES_HELP = ("Config overrides such as --paths.train file.txt and --trainin
 INPUT_ERROR, SYSTEM_ERROR, INTERNAL_ERROR = "E900", "E901", "E999"
 
 
+def _interrupted_code(err: BaseException) -> int:
+    """128 + the signal that stopped the command (SIGINT unless the exception says otherwise)."""
+    return 128 + int(getattr(err, "signum", None) or signal.SIGINT)
+
+
 def _errors_as_lines(func):
     """Turn expected exceptions of a command into one `✘ [code]` line and exit code 1."""
 
@@ -35,7 +42,7 @@ def _errors_as_lines(func):
                 return func(*args, **kwargs)
             except TrainingStopped as stop:
                 warn(stop)
-                raise typer.Exit(130)
+                raise typer.Exit(_interrupted_code(stop))
         try:
             return func(*args, **kwargs)
         except typer.Exit:
@@ -48,10 +55,11 @@ def _errors_as_lines(func):
             raise typer.Exit(1)
         except TrainingStopped as stop:
             warn(stop)
-            raise typer.Exit(130)
-        except KeyboardInterrupt:
-            fail("interrupted")
-            raise typer.Exit(130)
+            raise typer.Exit(_interrupted_code(stop))
+        except KeyboardInterrupt as err:
+            code = _interrupted_code(err)
+            fail("interrupted" if code == 128 + signal.SIGINT else f"interrupted by {signal.Signals(code - 128).name}")
+            raise typer.Exit(code)
         except SpacyAgError as err:
             fail(err.coded_line())
             raise typer.Exit(1)

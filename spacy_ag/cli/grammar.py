@@ -70,7 +70,7 @@ def check_grammar_cli(
     corpus_note = None
     if corpus is not None:
         _require_file(corpus, "corpus file")
-        text = read_corpus(corpus, mode=settings["mode"], split_at=split_at)
+        text = read_corpus(corpus, mode=settings["mode"], split_at=split_at, units=g.units)
         alphabet = text.alphabet()
         if has_class:
             grammar = expand_corpus_class(grammar, alphabet)

@@ -121,6 +121,8 @@ def segment_cli(
     and printed as the yields of its outermost nodes at those levels, joined
     by + (Stem also matches the class-indexed Stem_3): `walking` -> `walk+ing`.
     """
+    from ..text_units import check_text
+
     model = _load_model(model_path)
     if category is not None and category not in model.grammar.nonterminals:
         raise ValueError(f"--category {category!r} is not a nonterminal of the model's grammar; choose one of "
@@ -130,7 +132,7 @@ def segment_cli(
         return
     with _Writer(output) as out, _line_progress("segmenting", output is not None) as advance:
         for batch in _batches(_input_lines(input_path), batch_size):
-            texts = [text for _, text in batch]
+            texts = [check_text(text, f"{input_path}:{number}") for number, text in batch]
             for words in model.segment(texts, category):
                 out.write(" ".join(words) + "\n")
             advance(len(batch))
@@ -172,14 +174,16 @@ def parse_cli(
 
     A line the grammar cannot parse prints `(no parse)` and a warning on stderr.
     """
+    from ..text_units import check_text
+
     model = _load_model(model_path)
     known = model.compiled.term_index
     failed = 0
     with _Writer(output) as out, _line_progress("parsing", output is not None) as advance:
         for batch in _batches(_input_lines(input_path), 200):
             texts = []
-            for _, text in batch:
-                texts.append(text.split() if model.mode == "tokens" else [c for c in text if not c.isspace()])
+            for number, text in batch:
+                texts.append(model._terminals(check_text(text, f"{input_path}:{number}")))
             trees = iter(model.parse([t for t in texts if t]))
             for (number, _), terms in zip(batch, texts):
                 if not terms:

@@ -6,7 +6,10 @@
 Modes:
 
 * ``mode = "doc"``: the terminals are the characters of ``doc.text`` without
-  its whitespace; one tree per Doc.
+  its whitespace; one tree per Doc. A character is an extended grapheme
+  cluster (``units = "graphemes"``, the default) or a code point
+  (``units = "codepoints"``); node offsets are character offsets in
+  ``doc.text`` either way.
 * ``mode = "token"``: the terminals are the characters of each token (for
   word-internal grammars such as morphology); one tree per non-whitespace
   token (equal token texts are parsed once per Doc). ``train_on = "types"``
@@ -83,6 +86,7 @@ from spacy.vocab import Vocab
 from ..morphology.analysis import format_morphs, morph_class, morphs_at
 from ..morphology.grammars import morphology_grammar, parse_grammar_name
 from ..settings import ParserSettings, check, defaults, keyword_signature
+from ..text_units import terminal_spans
 from .fitting import fit_adaptor_grammar
 from .segmenter import is_dummy_examples, load_grammar, load_model_dir
 from .serialization import ModelSerializer
@@ -234,7 +238,7 @@ class AGParser(ModelSerializer, Pipe):
             raise ValueError(f"{self.name}: the training examples contain no text to learn from")
         grammar = self.load_grammar()
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"] or grammar.start,
-                               mode="chars")
+                               mode="chars", units=cfg["units"])
         logger.info("%s: fitting %s on %d texts, %d iterations", self.name, cfg["grammar"], len(texts),
                     cfg["iterations"])
         return fit_adaptor_grammar(model, texts, component=self.name, grammar=str(cfg["grammar"]),
@@ -260,7 +264,7 @@ class AGParser(ModelSerializer, Pipe):
         if self.model is None:
             grammar = self.load_grammar()
             self._set_model(AdaptorGrammar(grammar, segment_category=self.cfg["segment_category"] or grammar.start,
-                                           mode="chars", inference="online"))
+                                           mode="chars", inference="online", units=self.cfg["units"]))
         losses[self.name] += self.model.online_step(texts, seed=self.cfg["seed"])
         self._token_cache = {}
         return losses
@@ -334,9 +338,9 @@ class AGParser(ModelSerializer, Pipe):
     def _annotate_doc(self, doc: Doc, tree) -> None:
         entries = []
         if tree is not None:
-            offsets = [i for i, c in enumerate(doc.text) if not c.isspace()]
+            spans = terminal_spans(doc.text, self.model.units)  # terminal i is doc.text[spans[i][0]:spans[i][1]]
             for node, parent in self._nodes(tree):
-                start, end = offsets[node.start], offsets[node.end - 1] + 1
+                start, end = spans[node.start][0], spans[node.end - 1][1]
                 span = doc.char_span(start, end, label=node.label, alignment_mode="expand")
                 entries.append((span, node, parent, start, end))
             doc._.ag_tree = tree.bracketed(compact=self.cfg["compact"])
@@ -378,12 +382,12 @@ class AGParser(ModelSerializer, Pipe):
                 features = token.morph.to_dict()
                 features["AgClass"] = str(klass)
                 token.set_morph(features)
-            offsets = [token.idx + i for i, c in enumerate(token.text) if not c.isspace()]
+            spans = terminal_spans(token.text, self.model.units)
             base = len(entries)
             for node, parent in self._nodes(tree):
                 span = Span(doc, token.i, token.i + 1, label=node.label)
                 entries.append((span, node, parent + base if parent >= 0 else -1,
-                                offsets[node.start], offsets[node.end - 1] + 1))
+                                token.idx + spans[node.start][0], token.idx + spans[node.end - 1][1]))
         doc.spans[self.cfg["spans_key"]] = self._group(doc, entries)
 
     # -------------------------------------------------------------- pickling

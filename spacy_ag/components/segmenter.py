@@ -36,6 +36,12 @@ Guarantees of ``__call__`` and ``pipe``:
   boundary character is a token of its own. Training text is cut at the same
   places, so no learned word crosses them.
 * A character never seen in training is a token of its own; it never raises.
+* A character is an extended grapheme cluster (``units = "graphemes"``, the
+  default: a letter with its combining marks, an emoji ZWJ sequence, a flag)
+  or a code point (``units = "codepoints"``); no token boundary falls inside
+  one. A loaded model keeps the units it was trained with. Control characters
+  (NUL, ESC, ...) are hard boundaries and tokens of their own; a text with a
+  lone surrogate raises one `spacy_ag.errors.TextError` [E110].
 * Phoneme strings: the Brent transcription uses ``(`` and ``)`` as vowels,
   and both are in DEFAULT_PUNCTUATION, so set ``boundary_chars = ""`` there
   (with ``lang = "xx"``); for Chinese keep the default.
@@ -67,6 +73,7 @@ from spacy.vocab import Vocab
 
 from ..corpus import DEFAULT_PUNCTUATION
 from ..settings import SegmenterSettings, check, keyword_signature
+from ..text_units import text_units
 from .fitting import fit_adaptor_grammar
 from .serialization import ModelSerializer
 
@@ -228,7 +235,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
                           "nlp.initialize(get_examples) with raw text, or load a trained pipeline.",
                           UserWarning, stacklevel=3)
             self._warned = True
-        return [c for c in text if not c.isspace()]
+        return [u for u in text_units(text, self.cfg["units"]) if not u.isspace()]
 
     def _make_doc(self, text: str, pieces: Sequence[str]) -> Doc:
         words, spaces = words_and_spaces(pieces, text)
@@ -308,7 +315,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
                              "(only whitespace and boundary characters)")
         grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"], mode="chars",
-                               split_at=self.boundary or None)
+                               split_at=self.boundary or None, units=cfg["units"])
         logger.info("spacy-ag segmenter: fitting %s on %d chunks, %d iterations",
                     cfg["grammar"], len(lines), cfg["iterations"])
         return fit_adaptor_grammar(model, lines, component="tokenizer", grammar=str(cfg["grammar"]),
@@ -337,7 +344,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
             cfg = self.cfg
             grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
             model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"], mode="chars",
-                                   split_at=self.boundary or None, inference="online")
+                                   split_at=self.boundary or None, inference="online", units=cfg["units"])
         losses["tokenizer"] += model.online_step(lines, seed=self.cfg["seed"])
         self._set_model(model)
         return losses

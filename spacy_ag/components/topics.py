@@ -116,7 +116,7 @@ class AGTopics(ModelSerializer, Pipe):
 
         c = self.cfg
         return TopicModel(c["n_topics"], alpha=c["alpha"], a=c["a"], b=c["b"],
-                          local_iterations=c["local_iterations"],
+                          local_iterations=c["local_iterations"], units=c["units"],
                           online=topic_online_settings(batch_size=c["batch_size"],
                                                        default_truncation=c["truncation"]))
 

@@ -1,7 +1,12 @@
 """The inference core: compiled grammar arrays, sampler state and numba kernels."""
+import getpass
 import hashlib
 import os
+import stat
+import tempfile
+import warnings
 from pathlib import Path
+from typing import Optional
 
 
 def prefer_fork_safe_threading() -> bool:
@@ -28,19 +33,20 @@ def prefer_fork_safe_threading() -> bool:
     return True
 
 
-def clear_stale_kernel_cache(folder: Path) -> bool:
+def clear_stale_kernel_cache(folder: Path, cache: Optional[Path] = None) -> bool:
     """Drop numba's cached kernels of `folder` when any of its sources changed.
 
     Numba revalidates a cached kernel against its own file only, while the
     kernels here inline and call each other across files: after an edit to
     chart.py, the cached sampler kernels would keep running the old inside
     pass. A digest of every source in the folder, kept beside the cache, catches
-    that. Returns whether the cache was cleared.
+    that. `cache` is the directory numba caches the folder's kernels in (its
+    __pycache__ unless given). Returns whether the cache was cleared.
     """
     digest = hashlib.sha256()
     for source in sorted(folder.glob("*.py")):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    cache = folder / "__pycache__"
+    cache = folder / "__pycache__" if cache is None else cache
     stamp = cache / "kernel-sources.sha256"
     try:
         if stamp.read_text() == digest.hexdigest():
@@ -59,5 +65,93 @@ def clear_stale_kernel_cache(folder: Path) -> bool:
     return True
 
 
-clear_stale_kernel_cache(Path(__file__).parent)
+def kernel_cache_dir(folder: Path) -> Optional[Path]:
+    """The directory numba would cache kernels of `folder` in now; None if it finds none.
+
+    Asks numba itself (its locators, NUMBA_CACHE_DIR and all), for a probe
+    function "defined" in the folder's __init__.py, creating the directory as
+    numba does.
+    """
+    from numba.core.caching import FunctionCache
+
+    namespace: dict = {}
+    exec(compile("def probe():\n    pass\n", str(folder / "__init__.py"), "exec"), namespace)
+    try:
+        return Path(FunctionCache._impl_class(namespace["probe"]).locator.get_cache_path())
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return None
+
+
+def choose_kernel_cache(folder: Path) -> Optional[Path]:
+    """Give numba a writable cache for the kernels of `folder`; return it, None if caching is off.
+
+    numba picks the cache of a ``cache=True`` kernel when it is decorated:
+    NUMBA_CACHE_DIR, else beside the source (__pycache__), else the user's
+    cache (~/.cache/numba). A read-only install run without a writable HOME
+    (a container, non-root) has none of them, and the decoration raises "no
+    locator available": importing a kernel module, so ``spacy.load`` of our
+    components, fails. Then, unless NUMBA_CACHE_DIR was set, the cache goes
+    to a private per-user folder under the temp directory, through
+    numba.config.CACHE_DIR (read for every cached function decorated from
+    now on, like NUMBA_CACHE_DIR; not the environment, whose change would
+    make numba re-read its whole config and undo the threading choice), with
+    one warning. Where even that is impossible our kernels are compiled
+    without caching (each process compiles afresh), with one warning.
+    """
+    from numba import config
+
+    found = kernel_cache_dir(folder)
+    if found is not None:
+        return found
+    if config.CACHE_DIR:
+        where = f"NUMBA_CACHE_DIR={config.CACHE_DIR} is not writable"
+    else:
+        where = f"neither {folder / '__pycache__'} nor the user cache is writable"
+        try:
+            config.CACHE_DIR = str(_private_temp_dir())
+            found = kernel_cache_dir(folder)
+        except OSError:
+            pass
+        if found is not None:
+            warnings.warn(f"spacy-ag: {where}, so numba caches compiled kernels in "
+                          f"{config.CACHE_DIR}; set NUMBA_CACHE_DIR to choose a directory")
+            return found
+        config.CACHE_DIR = ""
+        where = where.replace("nor the user cache", "nor the user cache nor a temp directory")
+    _compile_without_cache(folder)
+    warnings.warn(f"spacy-ag: {where}, so numba compiles the kernels afresh in every process "
+                  "(caching off); set NUMBA_CACHE_DIR to a writable directory to keep them")
+    return None
+
+
+def _private_temp_dir() -> Path:
+    """tempdir/spacy-ag-numba-cache-<uid>, mode 0700: owned by this user, not a link."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    path = Path(tempfile.gettempdir()) / f"spacy-ag-numba-cache-{getpass.getuser() if uid is None else uid}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    if uid is not None:  # a shared /tmp: cached kernels are pickles, run on load
+        st = path.lstat()
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+            raise PermissionError(f"{path} is not a directory of this user")
+        if st.st_mode & 0o077:
+            path.chmod(0o700)
+    return path
+
+
+def _compile_without_cache(folder: Path) -> None:
+    """Make ``cache=True`` a no-op for functions defined in `folder` (numba would raise)."""
+    from numba.core.dispatcher import Dispatcher
+
+    enable_caching = Dispatcher.enable_caching
+
+    def enable_caching_outside(self):
+        if os.path.dirname(self.py_func.__code__.co_filename) != str(folder):
+            enable_caching(self)
+
+    Dispatcher.enable_caching = enable_caching_outside
+
+
+KERNEL_CACHE = choose_kernel_cache(Path(__file__).parent)  # where numba keeps our kernels; None: nowhere
+if KERNEL_CACHE is not None:
+    clear_stale_kernel_cache(Path(__file__).parent, KERNEL_CACHE)
 prefer_fork_safe_threading()

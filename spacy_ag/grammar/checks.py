@@ -350,20 +350,23 @@ def _check_unary_cycles(grammar: Grammar) -> None:
 # -------------------------------------------------------------------- corpus
 
 
-def corpus_terminals(text: str, mode: str = "chars") -> List[str]:
-    """The terminals of one corpus line: code points ("chars") or tokens."""
+def corpus_terminals(text: str, mode: str = "chars", units: str = "graphemes") -> List[str]:
+    """The terminals of one corpus line: text units ("chars"; `units` as in
+    `spacy_ag.text_units`, control characters left out) or tokens."""
     if mode == "chars":
-        return [char for char in text if not char.isspace()]
+        from ..text_units import is_control, terminals
+
+        return [unit for unit in terminals(text, units) if not is_control(unit)]
     if mode == "tokens":
         return text.split()
     raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
-def corpus_alphabet(lines: Iterable[str], mode: str = "chars") -> List[str]:
+def corpus_alphabet(lines: Iterable[str], mode: str = "chars", units: str = "graphemes") -> List[str]:
     """Distinct terminals of a corpus, sorted, for `[:corpus:]` expansion."""
     found: Set[str] = set()
     for text in lines:
-        found.update(corpus_terminals(text, mode))
+        found.update(corpus_terminals(text, mode, units))
     return sorted(found)
 
 
@@ -411,8 +414,8 @@ def _lexical_parent(grammar: Grammar) -> str:
 
 
 def _describe_terminal(terminal: str, mode: str) -> str:
-    if mode == "chars":
-        return f"character {terminal!r} (U+{ord(terminal):04X})"
+    if mode == "chars":  # a text unit may be several code points
+        return f"character {terminal!r} ({' '.join(f'U+{ord(c):04X}' for c in terminal)})"
     return f"token {terminal!r}"
 
 

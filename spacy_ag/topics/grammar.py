@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..grammar import Grammar, parse_grammar_text
+from ..text_units import graphemes
 
 
 def topic_grammar_text(n_topics: int, alphabet: Iterable[str], *, alpha: float = 0.1, a: float = 0.0,
@@ -24,9 +25,11 @@ def topic_grammar_text(n_topics: int, alphabet: Iterable[str], *, alpha: float =
     chars = sorted(set(alphabet))
     if not chars:
         raise ValueError("the topic grammar needs the corpus characters; the documents have none")
-    bad = [c for c in chars if len(c) != 1 or c.isspace()]
+    # a character is a text unit (spacy_ag.text_units): a code point or a grapheme cluster, never a space
+    bad = [c for c in chars if not isinstance(c, str) or len(graphemes(c)) != 1 or any(ch.isspace() for ch in c)]
     if bad:
-        raise ValueError(f"terminals must be single non-space characters, got {bad[:3]!r}")
+        raise ValueError(f"terminals must be single non-space characters (a code point or a grapheme cluster "
+                         f"each), got {bad[:3]!r}")
     lines = [f"# InfVocLDA topic grammar: {n_topics} topics over {len(chars)} characters (docs/algorithms.md 2.4)",
              "1 1 SENT --> DOC"]
     lines += [f"{alpha!r} 1 DOC --> TOPIC_{i}" for i in range(n_topics)]

@@ -20,9 +20,13 @@ from ..core.state import yield_length, yield_terms
 from ..core.topics import TopicRules, absorb_documents, infer_documents
 from ..core.variational import stick_parameters
 from ..grammar import parse_grammar_text, write_pycfg
-from ..settings import TOPIC_ONLINE_DEFAULTS, OnlineSettings, topic_online_settings
+from ..settings import (
+    TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
+    topic_online_settings,
+)
 from ..archive import reproducible
 from ..serialize import state_from_arrays
+from ..text_units import DEFAULT_UNITS, LEGACY_UNITS, check_units, is_hard_boundary, text_units
 from .grammar import topic_grammar
 
 PathLike = Union[str, os.PathLike]
@@ -98,15 +102,20 @@ class TopicModel:
     >>> tm.fit(docs, passes=1)             # docs: lists of word tokens
     >>> tm.top_words(0, 10)                # [(word, probability), ...]
     >>> tm.infer([["new", "tokens"]])      # topic proportions of new documents
+
+    Words are spelled from characters: extended grapheme clusters
+    (`units="graphemes"`, the default) or code points (`units="codepoints"`),
+    see `spacy_ag.text_units`.
     """
 
     def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: Union[float, str] = "auto",
                  online: Optional[OnlineSettings] = None, local_iterations: int = 20,
-                 word_adapted: bool = False, history_size: int = 20):
+                 word_adapted: bool = False, history_size: int = 20, units: str = DEFAULT_UNITS):
         self.n_topics = n_topics
+        self.units = check_units(units)
         self.alpha = alpha
         self.a, self.b = a, b
-        self.online = online or default_topic_settings()
+        self.online = normalized(online or default_topic_settings(), "online")
         self.local_iterations = local_iterations
         self.word_adapted = word_adapted
         self.history_size = history_size
@@ -147,6 +156,14 @@ class TopicModel:
             raise RuntimeError("the topic model is not trained: call fit() or partial_fit() first, or load()")
 
     # ------------------------------------------------------------------ packing
+    def _chars(self, token: str) -> List[str]:
+        """The characters (text units) a token is spelled with (a whitespace one is never known)."""
+        return text_units(token, self.units)
+
+    def alphabet(self, docs: Iterable[Sequence[str]]) -> set:
+        """The characters of the documents' tokens (whitespace and control characters left out)."""
+        return {c for d in docs for token in d for c in self._chars(token) if not is_hard_boundary(c)}
+
     def _pack(self, docs: Sequence[Sequence[str]]):
         """Flat character ids; tokens with a character the grammar does not know are dropped."""
         index = self.compiled.term_index
@@ -154,7 +171,7 @@ class TopicModel:
         for doc in docs:
             n = 0
             for token in doc:
-                codes = [index.get(c, -1) for c in token]
+                codes = [index.get(c, -1) for c in self._chars(token)]
                 if not codes or min(codes) < 0:
                     self.dropped_tokens += bool(codes)
                     continue
@@ -173,7 +190,7 @@ class TopicModel:
             callback: Optional[Report] = None) -> "TopicModel":
         """`passes` online passes over an in-memory corpus, reshuffled every pass."""
         docs = [list(d) for d in docs]
-        self.prepare({c for d in docs for token in d for c in token}, sum(len(d) for d in docs))
+        self.prepare(self.alphabet(docs), sum(len(d) for d in docs))
         for p in range(passes):
             order = self.pass_order(len(docs), seed, p)
             self.partial_fit((docs[i] for i in order), seed=seed + p, corpus_size=len(docs), callback=callback)
@@ -220,7 +237,7 @@ class TopicModel:
         """One online minibatch; returns its trace line (`callback` gets the lines of refinements)."""
         if self.compiled is None:
             per_doc = sum(len(d) for d in batch) / max(1, len(batch))
-            self.prepare({c for d in batch for token in d for c in token},
+            self.prepare(self.alphabet(batch),
                          int(per_doc * (corpus_size or self.online.corpus_size or len(batch))))
         self.learner.seed = seed
         chars, tok_ptr, doc_ptr = self._pack(batch)
@@ -286,7 +303,8 @@ class TopicModel:
         for doc in docs:
             rows = []
             for token in doc:
-                if token and all(c in index for c in token):
+                chars = self._chars(token)
+                if chars and all(c in index for c in chars):
                     rows.append(phis[t])
                     t += 1
                 else:
@@ -320,6 +338,7 @@ class TopicModel:
         return {"n_topics": self.n_topics, "alpha": self.alpha, "a": self.a, "b": self.b,
                 "online": self.online.to_dict(), "local_iterations": self.local_iterations,
                 "word_adapted": self.word_adapted, "history_size": self.history_size, "history": self.history,
+                "units": self.units,
                 "progress": self.learner.progress(), "trace_tail": reproducible(self.trace[-1:])}
 
     def _archive_parts(self):
@@ -359,16 +378,26 @@ class TopicModel:
 
         meta, arrays = archive.header, archive.arrays
         try:
-            model = cls(meta["n_topics"], alpha=meta["alpha"], a=meta["a"], b=meta["b"],
-                        online=OnlineSettings(**meta["online"]), local_iterations=meta["local_iterations"],
-                        word_adapted=meta["word_adapted"], history_size=meta["history_size"])
+            topics = check(TopicModelSettings, {k: meta[k] for k in ("n_topics", "alpha", "a", "b",
+                                                                    "local_iterations")}, "topics")
+            model = cls(topics.n_topics, alpha=topics.alpha, a=topics.a, b=topics.b,
+                        online=check(OnlineSettings, meta["online"], "online"),
+                        local_iterations=topics.local_iterations,
+                        word_adapted=meta["word_adapted"], history_size=meta["history_size"],
+                        units=meta.get("units", LEGACY_UNITS))  # older archives: code points
             progress = meta["progress"]
         except (KeyError, TypeError) as err:
             raise ModelFileError(Errors.E065.format(path=source, err=repr(err))) from None
+        except SettingError as err:
+            raise ModelFileError(Errors.E065.format(path=source, err=err)) from None
         grammar = parse_grammar_text(archive.grammar_text, fmt="pycfg", source=f"{source}/grammar.lt", start="SENT")
         state = state_from_arrays(arrays, source)
-        model._set_compiled(CompiledGrammar(grammar), state=state,
-                            variational=variational_from_arrays(arrays, source), progress=progress)
+        variational = variational_from_arrays(arrays, source)
+        compiled = CompiledGrammar(grammar)
+        from ..state_checks import arrays_source, check_state  # every array, before any kernel sees it
+
+        check_state(compiled, state, variational, arrays_source(archive, source), require_variational=True)
+        model._set_compiled(compiled, state=state, variational=variational, progress=progress)
         model.history = meta.get("history", [])
         model.trace = meta.get("trace_tail", [])
         return model

@@ -21,7 +21,8 @@ import typer
 
 from ..config import TrainingConfig, build_model, load_training_config
 from ..errors import Errors, TrainingLayerError
-from .progress import TraceLog, TrainingStopped, good, info, warn
+from .lock import interrupted, output_lock, stopped
+from .progress import TraceLog, good, info, warn
 from .inputs import require_file
 from .resume import check_resume, record_run, run_fingerprint
 
@@ -116,13 +117,15 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     if variational and cfg.stream:
         if resume:
             raise TrainingLayerError(Errors.E036)
-        return _train_stream(cfg, out, config_path, show_scores)
+        with output_lock(out):
+            return _train_stream(cfg, out, config_path, show_scores)
     fingerprint = engine_fingerprint(cfg)
     if resume:
         check_resume(checkpoints, fingerprint, [pattern])
 
     model = build_model(cfg)
-    corpus = read_corpus(cfg.train_path, mode=cfg.mode, gold=cfg.corpus_gold, split_at=cfg.split_at)
+    corpus = read_corpus(cfg.train_path, mode=cfg.mode, gold=cfg.corpus_gold, split_at=cfg.split_at,
+                         units=cfg.units)
     if not len(corpus):
         raise TrainingLayerError(Errors.E037.format(path=cfg.train_path))
     gold_utterances, gold_name = None, None
@@ -136,55 +139,56 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
         warn("training.eval_every/eval_at is set but there are no gold words (paths.gold or corpus.gold); "
              "token F is not traced")
 
-    out.mkdir(parents=True, exist_ok=True)
-    _write_config(cfg, out)
-    if not resume:
-        record_run(checkpoints, fingerprint)
-    adapted = ", ".join(f"{s} (a={ad.a:g}, b={ad.b:g})" for s, ad in model.grammar.adaptors.items())
-    info(f"Grammar {cfg.grammar_path}: start {model.grammar.start}, adapted {adapted or 'none'}")
-    info(f"Corpus {cfg.train_path}: {len(corpus.pieces)} lines, {len(corpus)} sentences, "
-         f"{sum(len(s) for s in corpus.sentences)} terminals ({cfg.mode})"
-         + (f", gold from {gold_name}" if gold_name else ""))
-    if variational:
-        o = cfg.online
-        batch = len(corpus) if cfg.inference == "vb" else o.batch_size
-        steps = o.passes * -(-len(corpus) // batch)
-        info(f"{cfg.inference}: {o.passes} pass{'es' if o.passes > 1 else ''} of {steps // o.passes} "
-             f"minibatch{'es' if steps > o.passes else ''}, seed {t.seed}"
-             + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
-    else:
-        steps = t.iterations
-        info(f"{t.iterations} iterations x {t.chains} chain{'s' if t.chains > 1 else ''}, seed {t.seed}"
-             + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
+    with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
+        _write_config(cfg, out)
+        if not resume:
+            record_run(checkpoints, fingerprint)
+        adapted = ", ".join(f"{s} (a={ad.a:g}, b={ad.b:g})" for s, ad in model.grammar.adaptors.items())
+        info(f"Grammar {cfg.grammar_path}: start {model.grammar.start}, adapted {adapted or 'none'}")
+        info(f"Corpus {cfg.train_path}: {len(corpus.pieces)} lines, {len(corpus)} sentences, "
+             f"{sum(len(s) for s in corpus.sentences)} terminals ({cfg.mode})"
+             + (f", gold from {gold_name}" if gold_name else ""))
+        if variational:
+            o = cfg.online
+            batch = len(corpus) if cfg.inference == "vb" else o.batch_size
+            steps = o.passes * -(-len(corpus) // batch)
+            info(f"{cfg.inference}: {o.passes} pass{'es' if o.passes > 1 else ''} of {steps // o.passes} "
+                 f"minibatch{'es' if steps > o.passes else ''}, seed {t.seed}"
+                 + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
+        else:
+            steps = t.iterations
+            info(f"{t.iterations} iterations x {t.chains} chain{'s' if t.chains > 1 else ''}, seed {t.seed}"
+                 + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
 
-    if interactive is None:
-        interactive = sys.stderr.isatty()
-    log = TraceLog(out / "trace.jsonl", steps, 1 if variational else t.chains, append=resume,
-                   interactive=interactive)
-    started = time.time()
-    try:
-        with log:
-            model.fit(corpus, iterations=t.iterations, chains=t.chains, seed=t.seed, burn_in=t.burn_in,
-                      sample_every=t.sample_every, callback=log, checkpoint_dir=checkpoints,
-                      checkpoint_every=t.checkpoint_every, resume=resume, workers=t.workers,
-                      gold=gold, eval_every=t.eval_every if gold is not None else 0,
-                      **({"eval_at": t.eval_at} if getattr(t, "eval_at", ()) and gold is not None else {}))
-    except KeyboardInterrupt:
-        done = ", ".join(f"chain {c} at iteration {i}" for c, i in sorted(log.last.items()))
-        # without --resume, checkpoints left by an earlier run must not be offered for resuming
-        usable = [p for p in checkpoints.glob(pattern) if resume or p.stat().st_mtime >= started - 1]
-        if usable:
-            raise TrainingStopped(f"interrupted{' (' + done + ')' if done else ''}; checkpoints are in "
-                                  f"{checkpoints}; continue with: "
-                                  f"{_resume_command(config_path, out, command_args)}") from None
-        raise TrainingStopped("interrupted before the first checkpoint was written; nothing to resume") from None
+        if interactive is None:
+            interactive = sys.stderr.isatty()
+        log = TraceLog(out / "trace.jsonl", steps, 1 if variational else t.chains, append=resume,
+                       interactive=interactive)
+        started = time.time()
+        try:
+            with log:
+                model.fit(corpus, iterations=t.iterations, chains=t.chains, seed=t.seed, burn_in=t.burn_in,
+                          sample_every=t.sample_every, callback=log, checkpoint_dir=checkpoints,
+                          checkpoint_every=t.checkpoint_every, resume=resume, workers=t.workers,
+                          gold=gold, eval_every=t.eval_every if gold is not None else 0,
+                          **({"eval_at": t.eval_at} if getattr(t, "eval_at", ()) and gold is not None else {}))
+        except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`, `spacy_ag.training`)
+            done = ", ".join(f"chain {c} at iteration {i}" for c, i in sorted(log.last.items()))
+            # without --resume, checkpoints left by an earlier run must not be offered for resuming
+            usable = [p for p in checkpoints.glob(pattern) if resume or p.stat().st_mtime >= started - 1]
+            if usable:
+                raise stopped(f"{interrupted(err)}{' (' + done + ')' if done else ''}; checkpoints are in "
+                              f"{checkpoints}; continue with: "
+                              f"{_resume_command(config_path, out, command_args)}", err) from None
+            raise stopped(f"{interrupted(err)} before the first checkpoint was written; nothing to resume",
+                          err) from None
 
-    model.save(out / "model")
-    trace = sorted(model.trace, key=lambda line: (line.get("iteration", line.get("minibatch", 0)),
-                                                  line.get("chain", 0)))
-    write_text_atomic(out / "trace.jsonl", "".join(json.dumps(line) + "\n" for line in trace))
-    segmentation = model.training_segmentation()
-    return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
+        model.save(out / "model")
+        trace = sorted(model.trace, key=lambda line: (line.get("iteration", line.get("minibatch", 0)),
+                                                      line.get("chain", 0)))
+        write_text_atomic(out / "trace.jsonl", "".join(json.dumps(line) + "\n" for line in trace))
+        segmentation = model.training_segmentation()
+        return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
 
 
 def _finish(model, cfg: TrainingConfig, out: Path, segmentation, gold_utterances, gold_name,

@@ -30,6 +30,7 @@ from ..components.fitting import FitObserver, observe_fitting
 from ..config import load_pipeline_config, one_line
 from ..errors import ConfigError, Errors, TrainingLayerError
 from .inputs import check_jsonl, require_file
+from .lock import output_lock
 from .progress import TraceLog, good, info, warn
 
 __all__ = ["PipelineTrace", "PipelineTrainingResult", "SCORE_ROWS", "evaluate_pipeline", "format_pipeline_scores",
@@ -163,41 +164,43 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
     _check_corpora(interpolated, config_path)
     if out.exists() and not out.is_dir():
         raise TrainingLayerError(Errors.E033.format(path=out))
-    out.mkdir(parents=True, exist_ok=True)
-    if interactive is None:
-        interactive = sys.stderr.isatty()
-    nlp_section = interpolated.get("nlp", {})
-    info(f"Pipeline config {config_path}: lang {nlp_section.get('lang')!r}, tokenizer "
-         f"{nlp_section.get('tokenizer', {}).get('@tokenizers')}, components "
-         f"{', '.join(nlp_section.get('pipeline', [])) or 'none'}; output {out}")
-    observer = PipelineTrace(out / "trace.jsonl", interactive=interactive)
-    started = time.time()
-    try:
-        with observe_fitting(observer):
-            nlp = _spacy_step(init_nlp, config, config_path)
-    except TrainingInterrupted:
-        raise KeyboardInterrupt from None
-    if not observer.fits:
-        warn("no adaptor grammar was fitted (the components were already fitted or loaded a model_path)")
-    if not nlp.meta.get("description"):
-        nlp.meta["description"] = "Unsupervised word segmentation with adaptor grammars (spacy-ag)"
-    nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
-    dev = _dev_examples(nlp)
-    loop_log = io.StringIO()  # spaCy's table of steps; the scores are shown below
-    nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
-    model_dir = out / "model-last"
-    scores = None
-    if not dev:
-        info("No gold dev data ([corpora.dev] is empty): not evaluated")
-    else:
-        scores = dict(nlp.evaluate(dev))
-        (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
-    good(f"Saved the pipeline to {model_dir}")
-    info(f"Trace: {out / 'trace.jsonl'}")
-    if scores is not None and show_scores:
-        info(f"Scores on the dev data ({len(dev)} examples, {out / 'scores.json'}):")
-        typer.echo(format_pipeline_scores(scores))
-    return PipelineTrainingResult(nlp, out, model_dir, scores, list(observer.fits))
+    with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
+        if interactive is None:
+            interactive = sys.stderr.isatty()
+        nlp_section = interpolated.get("nlp", {})
+        info(f"Pipeline config {config_path}: lang {nlp_section.get('lang')!r}, tokenizer "
+             f"{nlp_section.get('tokenizer', {}).get('@tokenizers')}, components "
+             f"{', '.join(nlp_section.get('pipeline', [])) or 'none'}; output {out}")
+        observer = PipelineTrace(out / "trace.jsonl", interactive=interactive)
+        started = time.time()
+        try:
+            with observe_fitting(observer):
+                nlp = _spacy_step(init_nlp, config, config_path)
+        except TrainingInterrupted as err:
+            interrupt = KeyboardInterrupt()
+            interrupt.signum = err.signum  # SIGINT or SIGTERM: the exit code names it
+            raise interrupt from None
+        if not observer.fits:
+            warn("no adaptor grammar was fitted (the components were already fitted or loaded a model_path)")
+        if not nlp.meta.get("description"):
+            nlp.meta["description"] = "Unsupervised word segmentation with adaptor grammars (spacy-ag)"
+        nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
+        dev = _dev_examples(nlp)
+        loop_log = io.StringIO()  # spaCy's table of steps; the scores are shown below
+        nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
+        model_dir = out / "model-last"
+        scores = None
+        if not dev:
+            info("No gold dev data ([corpora.dev] is empty): not evaluated")
+        else:
+            scores = dict(nlp.evaluate(dev))
+            (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+        good(f"Saved the pipeline to {model_dir}")
+        info(f"Trace: {out / 'trace.jsonl'}")
+        if scores is not None and show_scores:
+            info(f"Scores on the dev data ({len(dev)} examples, {out / 'scores.json'}):")
+            typer.echo(format_pipeline_scores(scores))
+        return PipelineTrainingResult(nlp, out, model_dir, scores, list(observer.fits))
 
 
 def _valid_keys(err) -> str:

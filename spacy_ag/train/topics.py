@@ -26,7 +26,8 @@ import typer
 from ..config import load_topic_config
 from ..errors import Errors, TrainingLayerError
 from .engine import write_text_atomic
-from .progress import TraceLog, TrainingStopped, good, info
+from .lock import interrupted, output_lock, stopped
+from .progress import TraceLog, good, info
 from .inputs import require_file
 from .resume import check_resume, record_run, run_fingerprint
 
@@ -85,45 +86,45 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
     train, held = _split(docs, v["corpus"].heldout_fraction, run.seed)
     if not train:
         raise TrainingLayerError(Errors.E037.format(path=corpus))
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "config.cfg", v["config"].to_str())
-    if not resume:
-        record_run(checkpoints, fingerprint)
-    B = v["online"].batch_size
-    per_pass = -(-len(train) // B)
-    if resume:
-        model = TopicModel.load(checkpoints / CHECKPOINT)
-        done = model.learner.minibatches
-    else:
-        model = TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=v["online"],
-                           local_iterations=t.local_iterations)
-        model.prepare({c for d in train for token in d for c in token}, sum(len(d) for d in train))
-        done = 0
-    info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
-         f"{t.passes} pass{'es' if t.passes > 1 else ''} of {per_pass} minibatches of {B}"
-         + (f", resuming after minibatch {done}" if resume else ""))
-    with TraceLog(out / "trace.jsonl", t.passes * per_pass, 1, append=resume, interactive=False) as log:
-        try:
-            _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log)
-        except KeyboardInterrupt:
-            model.save(checkpoints / CHECKPOINT)
-            raise TrainingStopped(f"interrupted after minibatch {model.learner.minibatches}; the checkpoint is in "
-                                  f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} "
-                                  "--resume") from None
-    model.save(out / "model")
-    if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
-        write_text_atomic(out / "heldout.txt", "".join(" ".join(d) + "\n" for d in held))
-    good(f"Saved the topic model to {out / 'model'}")
-    if show_topics:
-        typer.echo(format_topics(model, t.top_words))
-    scores = None
-    if held:
-        scores = coherence(model.topics(t.top_words), held, reference=f"{len(held)} held-out documents")
-        scores["heldout"] = model.heldout_loglik(held)
-        write_text_atomic(out / "scores.json", json.dumps(scores, indent=1) + "\n")
-        info(f"coherence on the held-out documents: PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f}; "
-             f"held-out log likelihood {scores['heldout']['per_word']:.4f} per word ({out / 'scores.json'})")
-    return TopicTrainingResult(model, out, scores)
+    with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
+        write_text_atomic(out / "config.cfg", v["config"].to_str())
+        if not resume:
+            record_run(checkpoints, fingerprint)
+        B = v["online"].batch_size
+        per_pass = -(-len(train) // B)
+        if resume:
+            model = TopicModel.load(checkpoints / CHECKPOINT)
+            done = model.learner.minibatches
+        else:
+            model = TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=v["online"],
+                               local_iterations=t.local_iterations, units=t.units)
+            model.prepare(model.alphabet(train), sum(len(d) for d in train))
+            done = 0
+        info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
+             f"{t.passes} pass{'es' if t.passes > 1 else ''} of {per_pass} minibatches of {B}"
+             + (f", resuming after minibatch {done}" if resume else ""))
+        with TraceLog(out / "trace.jsonl", t.passes * per_pass, 1, append=resume, interactive=False) as log:
+            try:
+                _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log)
+            except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`)
+                model.save(checkpoints / CHECKPOINT)
+                raise stopped(f"{interrupted(err)} after minibatch {model.learner.minibatches}; the checkpoint is in "
+                              f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} "
+                              "--resume", err) from None
+        model.save(out / "model")
+        if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
+            write_text_atomic(out / "heldout.txt", "".join(" ".join(d) + "\n" for d in held))
+        good(f"Saved the topic model to {out / 'model'}")
+        if show_topics:
+            typer.echo(format_topics(model, t.top_words))
+        scores = None
+        if held:
+            scores = coherence(model.topics(t.top_words), held, reference=f"{len(held)} held-out documents")
+            scores["heldout"] = model.heldout_loglik(held)
+            write_text_atomic(out / "scores.json", json.dumps(scores, indent=1) + "\n")
+            info(f"coherence on the held-out documents: PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f}; "
+                 f"held-out log likelihood {scores['heldout']['per_word']:.4f} per word ({out / 'scores.json'})")
+        return TopicTrainingResult(model, out, scores)
 
 
 def _passes(model, train, passes: int, seed: int, done: int, checkpoint_every: int, checkpoint: Path,
