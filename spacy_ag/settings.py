@@ -277,6 +277,12 @@ class TopicRunSettings:
 # ---------------------------------------------------------------- spaCy components
 
 
+def online_updates_setting() -> Any:
+    """The one definition of ``online_updates``, shared by the components that spaCy's loop updates."""
+    return setting(True, "spaCy's update makes an online step (false: the fit of initialize is final and "
+                         "spaCy's loop leaves it as it is)")
+
+
 @dataclass
 class FittedGrammarSettings:
     """What the segmenter and ``ag_parser`` share: the adaptor parameters and the MCMC fit of initialize."""
@@ -321,8 +327,7 @@ class ParserSettings(FittedGrammarSettings):
     set_morph: bool = setting(False, "add AgClass=<c> to token.morph (token mode)")
     compact: bool = setting(True, "keep only adapted nodes and roots")
     model: Optional[str] = setting(None, "a model directory to load instead of fitting")
-    online_updates: bool = setting(True, "spaCy's update makes an online step (false: the fit of initialize "
-                                         "is final and spaCy's loop leaves it as it is)")
+    online_updates: bool = online_updates_setting()
 
 
 @dataclass
@@ -335,6 +340,7 @@ class TopicComponentSettings(TopicModelSettings):
     prefix: str = setting("TOPIC_", "prefix of the doc.cats labels")
     batch_size: int = setting(TOPIC_ONLINE_DEFAULTS["batch_size"], "documents per online minibatch", low=1)
     truncation: int = setting(TOPIC_ONLINE_DEFAULTS["default_truncation"], "entries kept per topic", low=1)
+    online_updates: bool = online_updates_setting()
 
 
 #: Engine config sections -> settings group.

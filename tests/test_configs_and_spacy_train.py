@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import spacy
 import srsly
 
 from spacy_ag.config import config_kind, load_pipeline_config, load_topic_config, load_training_config
@@ -113,3 +115,21 @@ def test_spacy_train_and_spacy_ag_train_give_the_same_morphology_pipeline(corpus
     assert header["sampler"]["sample_hyper"] is False  # [components.ag_parser.sampler] of the config
     trace = [json.loads(line) for line in (tmp_path / "B" / "trace.jsonl").read_text().splitlines()]
     assert [line["iteration"] for line in trace] == [1, 2, 3, 4]
+
+
+def test_spacy_train_and_spacy_ag_train_give_the_same_topic_pipeline(tmp_path):
+    """ag_topics learns its topics in initialize ([components.ag_topics] passes); the loop leaves them."""
+    themes = [["steuer", "wahl", "gesetz"], ["tor", "spiel", "pokal"], ["regen", "wind", "schnee"]]
+    rng = np.random.default_rng(0)
+    docs = [" ".join(rng.choice(themes[i % 3], size=10)) for i in range(60)]
+    (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n", encoding="utf8")
+    overrides = ["--paths.train", tmp_path / "docs.txt", "--components.ag_topics.n_topics", 3,
+                 "--components.ag_topics.passes", 2]
+    path = REPO / "configs" / "topics" / "pipeline-topics.cfg"
+    for out, command in (("A", ("-m", "spacy")), ("B", ("-m", "spacy_ag"))):
+        done = _run(*command, "train", path, "--output", tmp_path / out, *overrides, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    a, b = _tree_hashes(tmp_path / "A" / "model-last"), _tree_hashes(tmp_path / "B" / "model-last")
+    assert "ag_topics/model/arrays.npz" in a and a == b
+    nlp = spacy.load(tmp_path / "A" / "model-last")
+    assert abs(sum(nlp(docs[0]).cats.values()) - 1.0) < 1e-9

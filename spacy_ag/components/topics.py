@@ -70,7 +70,7 @@ class AGTopics(ModelSerializer, Pipe):
 
     @property
     def is_trainable(self) -> bool:
-        return True
+        return self.settings.online_updates
 
     def finish_update(self, sgd=None) -> None:
         """Nothing to do: `update` already made its online step (spaCy's optimizer has no part in it)."""
@@ -139,7 +139,7 @@ class AGTopics(ModelSerializer, Pipe):
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         docs = [d for d in (self.words(eg.reference) for eg in examples) if d]
-        if not docs:
+        if not docs or not self.settings.online_updates:
             return losses
         if self.model is None:
             self.model = self._new_model()
