@@ -592,3 +592,24 @@ def test_same_seed_same_topics(corpus):
         np.testing.assert_array_equal(arrays_a[key], arrays_b[key], err_msg=key)
     # the seed matters (so the equality above is not vacuous)
     assert [a.top_words(i, 20) for i in range(K)] != [c.top_words(i, 20) for i in range(K)]
+
+
+def test_get_topics_matrix_and_history_warnings(trained, tmp_path):
+    root, _ = trained
+    model = TopicModel.load(root / "out" / "model")
+    matrix, vocabulary = model.get_topics()
+    assert matrix.shape == (model.n_topics, len(vocabulary)) and len(set(vocabulary)) == len(vocabulary)
+    assert (matrix >= 0).all() and (matrix.sum(axis=1) <= 1 + 1e-9).all() and (matrix.sum(axis=1) > 0).all()
+    for i in range(model.n_topics):  # the rows agree with top_words
+        for word, p in model.top_words(i, 5):
+            assert matrix[i, vocabulary.index(word)] == pytest.approx(p)
+    model.save(tmp_path / "m")
+    runner = CliRunner()
+    result = runner.invoke(app, ["topics", str(tmp_path / "m"), "--plot", str(tmp_path / "x.png")])
+    assert result.exit_code == 0 and "--history" in result.stderr and not (tmp_path / "x.png").exists()
+    short = TopicModel.load(tmp_path / "m")
+    short.history = short.history[:1]
+    short.save(tmp_path / "short")
+    result = runner.invoke(app, ["topics", str(tmp_path / "short"), "--history", "0", "--plot",
+                                 str(tmp_path / "y.png")])
+    assert result.exit_code == 0 and "too few for a history" in result.stderr and not (tmp_path / "y.png").exists()

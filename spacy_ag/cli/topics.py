@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import _errors_as_lines, _require_file, good, info
+from ._common import _errors_as_lines, _require_file, good, info, warn
 
 
 def load_topic_model(path: Path):
@@ -69,6 +69,18 @@ def plot_rankings(model, topic: int, top: int, out: Path) -> None:
     fig.savefig(out)
 
 
+def _has_history(model, topic: int, model_path: Path) -> bool:
+    """Whether `topic` exists (else an error) and the model recorded enough rankings to show (else a warning)."""
+    if not 0 <= topic < model.n_topics:
+        raise ValueError(f"--history: topic {topic} does not exist; topics are 0..{model.n_topics - 1}")
+    if len(model.history) >= 2:
+        return True
+    warn(f"{model_path} recorded {len(model.history)} ranking(s) of the topics (one per pruning, every "
+         "online.refine_every minibatches): too few for a history; train on more minibatches or with a smaller "
+         "refine_every; nothing shown")
+    return False
+
+
 @app.command("topics")
 @_errors_as_lines
 def topics_cli(
@@ -86,9 +98,10 @@ def topics_cli(
     model = load_topic_model(model_path)
     if history is None:
         typer.echo(format_topics(model, top))
-    else:
-        if not 0 <= history < model.n_topics:
-            raise ValueError(f"--history: topic {history} does not exist; topics are 0..{model.n_topics - 1}")
+        if plot is not None:
+            warn("--plot draws the rankings of one topic over the stream: give the topic with --history N; "
+                 "nothing plotted")
+    elif _has_history(model, history, model_path):
         columns, rows = ranking_table(model, history, top)
         typer.echo("word".ljust(14) + "".join(f"{c:>8}" for c in columns))
         for word, ranks in rows.items():

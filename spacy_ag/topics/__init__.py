@@ -1,4 +1,4 @@
-"""The infinite-vocabulary topic model (InfVocLDA) as an adaptor grammar trained online (issue 5)."""
+"""The infinite-vocabulary topic model (InfVocLDA, Zhai & Boyd-Graber 2013) as an adaptor grammar trained online."""
 from .grammar import topic_grammar, topic_grammar_text
 from .model import TopicModel, default_topic_settings
 

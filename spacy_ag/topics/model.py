@@ -254,8 +254,8 @@ class TopicModel:
         return line
 
     # ------------------------------------------------------------------ topics
-    def top_words(self, topic: int, n: int = 10) -> List[Tuple[str, float]]:
-        """The topic's words by expected probability E_q[pi] (stick-breaking means, 1.3)."""
+    def top_words(self, topic: int, n: Optional[int] = 10) -> List[Tuple[str, float]]:
+        """The topic's words by expected probability E_q[pi] (stick-breaking means, 1.3); n=None: all."""
         self._require()
         S, V = self.learner.state, self.learner.V
         ad = int(self.learner.R.topic_adaptor[topic])
@@ -271,6 +271,26 @@ class TopicModel:
             length = yield_terms(S, S.tab_yield[k], terms)
             out.append(("".join(self.compiled.terminals[t] for t in terms[:length]), float(prob[p])))
         return out
+
+    def get_topics(self) -> Tuple[np.ndarray, List[str]]:
+        """The topic-word matrix, as gensim's and tomotopy's ``get_topics`` give it, over the words
+        the topics have cached: RETURNS (matrix, vocabulary), matrix[i, w] = E_q[pi] of word
+        vocabulary[w] in topic i (a row sums to less than 1: the rest is the topic's mass on words
+        spelled afresh from characters, which is what lets new words in). Vocabulary order: by
+        total probability over the topics, then alphabetical."""
+        self._require()
+        rows = [dict(self.top_words(i, n=None)) for i in range(self.n_topics)]
+        totals: Dict[str, float] = {}
+        for row in rows:
+            for word, p in row.items():
+                totals[word] = totals.get(word, 0.0) + p
+        vocabulary = sorted(totals, key=lambda w: (-totals[w], w))
+        index = {w: j for j, w in enumerate(vocabulary)}
+        matrix = np.zeros((self.n_topics, len(vocabulary)))
+        for i, row in enumerate(rows):
+            for word, p in row.items():
+                matrix[i, index[word]] += p
+        return matrix, vocabulary
 
     def topics(self, n: int = 10) -> List[List[str]]:
         return [[w for w, _ in self.top_words(i, n)] for i in range(self.n_topics)]
