@@ -60,8 +60,8 @@ class AdaptorGrammar:
     """An adaptor grammar trained by MCMC, batch VB or online VB, able to parse and segment new text.
 
     >>> ag = AdaptorGrammar("configs/grammars/unigram.lt")
-    >>> ag.fit(["yuwanttusiD6bUk", ...], iterations=200)
-    >>> ag.segment(["lUk&tDIs"])
+    >>> ag.fit(["bakiromupeN3gOt", ...], iterations=200)
+    >>> ag.segment(["zEf&pNOp"])
 
     With `inference="online"` (or `"vb"`) the same grammar is trained by the
     hybrid variational algorithm; `partial_fit` continues on new text, and a

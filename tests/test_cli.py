@@ -424,10 +424,10 @@ def test_resume_needs_checkpoints(runner, data, tmp_path):
 
 
 def test_evaluate_worked_example(runner, tmp_path):
-    """docs/algorithms.md 5.2: gold `yu want tu`, predicted `yuwant tu`."""
+    """docs/algorithms.md 5.2: gold `ba kiro mu`, predicted `bakiro mu`."""
     pred, gold = tmp_path / "pred.txt", tmp_path / "gold.txt"
-    pred.write_text("yuwant tu\n", encoding="utf8")
-    gold.write_text("yu want tu\n", encoding="utf8")
+    pred.write_text("bakiro mu\n", encoding="utf8")
+    gold.write_text("ba kiro mu\n", encoding="utf8")
     result = run(runner, "evaluate", pred, gold, "--json", tmp_path / "s.json")
     assert result.exit_code == 0, result.output
     rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines() if line.strip()}

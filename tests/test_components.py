@@ -226,8 +226,8 @@ def test_segmenter_serialization(seg_nlp, raw):
 
 def test_scorer_worked_example():
     nlp = spacy.blank("xx")
-    pred = Doc(nlp.vocab, words=["yuwant", "tu"], spaces=[False, False])
-    gold = Doc(nlp.vocab, words=["yu", "want", "tu"], spaces=[False, False, False])
+    pred = Doc(nlp.vocab, words=["bakiro", "mu"], spaces=[False, False])
+    gold = Doc(nlp.vocab, words=["ba", "kiro", "mu"], spaces=[False, False, False])
     s = registry.get("scorers", "spacy-ag.segmentation_scorer.v1")()([Example(pred, gold)])
     assert (s["token_p"], s["token_r"], s["token_f"]) == pytest.approx((1 / 2, 1 / 3, 0.4))
     assert (s["boundary_p"], s["boundary_r"], s["boundary_f"]) == pytest.approx((1.0, 0.5, 2 / 3))
@@ -237,10 +237,10 @@ def test_scorer_worked_example():
 
 def test_segmented_corpus_reader(tmp_path):
     path = tmp_path / "g.txt"
-    path.write_text("yu want tu\n\n  D6 bUk \nlUk\n", encoding="utf8")
+    path.write_text("ba kiro mu\n\n  N3 gOt \nzEf\n", encoding="utf8")
     nlp = spacy.blank("xx")
     examples = list(SegmentedCorpus(path)(nlp))
-    assert [[t.text for t in eg.reference] for eg in examples] == [["yu", "want", "tu"], ["D6", "bUk"], ["lUk"]]
+    assert [[t.text for t in eg.reference] for eg in examples] == [["ba", "kiro", "mu"], ["N3", "gOt"], ["zEf"]]
     assert all(eg.reference.text == eg.predicted.text for eg in examples)
     assert not any(t.whitespace_ for eg in examples for t in eg.reference)
     assert len(list(SegmentedCorpus(path, limit=2)(nlp))) == 2

@@ -14,18 +14,18 @@ def _write(path, text, encoding="utf-8"):
 # ---------------------------------------------------------------- modes
 
 def test_chars_mode_ignores_whitespace():
-    c = read_corpus(["yu want", "tu"])
-    assert c.sentences == [tuple("yuwant"), tuple("tu")]
+    c = read_corpus(["ba kiro", "mu"])
+    assert c.sentences == [tuple("bakiro"), tuple("mu")]
     assert c.lines == [1, 2]
-    assert c.alphabet() == sorted(set("yuwant"))
+    assert c.alphabet() == sorted(set("bakiromu"))
     assert c.gold_words is None
     assert len(c) == 2
 
 
 def test_chars_mode_gold_keeps_words():
-    c = read_corpus(["yu want tu", "si D6 bUk"], gold=True)
-    assert c.sentences[0] == tuple("yuwanttu")
-    assert c.gold_words == [["yu", "want", "tu"], ["si", "D6", "bUk"]]
+    c = read_corpus(["ba kiro mu", "pe N3 gOt"], gold=True)
+    assert c.sentences[0] == tuple("bakiromu")
+    assert c.gold_words == [["ba", "kiro", "mu"], ["pe", "N3", "gOt"]]
 
 
 def test_tokens_mode_like_py_cfg():

@@ -14,7 +14,7 @@ from spacy_ag.evaluation import (
 
 
 def test_worked_example_a6():
-    s = segmentation_scores([["yuwant", "tu"]], [["yu", "want", "tu"]])
+    s = segmentation_scores([["bakiro", "mu"]], [["ba", "kiro", "mu"]])
     assert s["token_p"] == pytest.approx(1 / 2)
     assert s["token_r"] == pytest.approx(1 / 3)
     assert s["token_f"] == pytest.approx(0.4)
@@ -31,12 +31,12 @@ def test_worked_example_a6():
 
 
 def test_strings_are_split_on_whitespace():
-    assert segmentation_scores(["yuwant tu"], ["yu want tu"]) == segmentation_scores(
-        [["yuwant", "tu"]], [["yu", "want", "tu"]])
+    assert segmentation_scores(["bakiro mu"], ["ba kiro mu"]) == segmentation_scores(
+        [["bakiro", "mu"]], [["ba", "kiro", "mu"]])
 
 
 def test_perfect_segmentation_scores_one():
-    gold = [["yu", "want", "tu"], ["si", "D6", "bUk"], ["hi"]]
+    gold = [["ba", "kiro", "mu"], ["pe", "N3", "gOt"], ["hi"]]
     s = segmentation_scores(gold, gold)
     for k in ("token", "boundary", "boundary_all", "type"):
         for m in "prf":
@@ -101,12 +101,12 @@ def test_zero_over_zero_and_empty_utterances():
 
 
 def test_spans_and_boundaries_helpers():
-    assert spans_from_words(["yu", "want", "tu"]) == [(0, 2), (2, 6), (6, 8)]
+    assert spans_from_words(["ba", "kiro", "mu"]) == [(0, 2), (2, 6), (6, 8)]
     assert spans_from_words([]) == []
     with pytest.raises(ValueError):
         spans_from_words(["a", ""])
-    assert words_from_boundaries("yuwanttu", [2, 6]) == ["yu", "want", "tu"]
-    assert words_from_boundaries("yuwanttu", [0, 6, 8, 6]) == ["yuwant", "tu"]
+    assert words_from_boundaries("bakiromu", [2, 6]) == ["ba", "kiro", "mu"]
+    assert words_from_boundaries("bakiromu", [0, 6, 8, 6]) == ["bakiro", "mu"]
     assert words_from_boundaries("abc", []) == ["abc"]
     assert words_from_boundaries("", []) == []
     with pytest.raises(ValueError):
@@ -114,7 +114,7 @@ def test_spans_and_boundaries_helpers():
 
 
 def test_format_scores_table():
-    text = format_scores(segmentation_scores(["yuwant tu"], ["yu want tu"]))
+    text = format_scores(segmentation_scores(["bakiro mu"], ["ba kiro mu"]))
     lines = text.splitlines()
     assert lines[0].split() == ["P", "R", "F"]
     assert lines[1].split() == ["token", "0.5000", "0.3333", "0.4000"]
@@ -137,8 +137,8 @@ def test_read_segmented_formats(tmp_path):
 
 
 def test_evaluate_files(tmp_path):
-    gold = _write(tmp_path / "gold.txt", "yu want tu\r\n\r\nsi D6 bUk\r\n")
-    pred = _write(tmp_path / "pred.txt", "yuwant tu\n\nsi D6 bUk\n")
+    gold = _write(tmp_path / "gold.txt", "ba kiro mu\r\n\r\npe N3 gOt\r\n")
+    pred = _write(tmp_path / "pred.txt", "bakiro mu\n\npe N3 gOt\n")
     s = evaluate_files(pred, gold)
     assert s["n_utterances"] == 3
     assert s["token_p"] == pytest.approx(4 / 5)

@@ -187,7 +187,7 @@ def test_copies_from_the_data_dir(tmp_path):
 def test_replaces_a_wrong_file_and_refuses_a_wrong_copy(tmp_path):
     data = tmp_path / "data"
     (data / "brent").mkdir(parents=True)
-    good = b"yu want tu si D6 bUk\nlUk DIs\n"
+    good = b"ba kiro mu pe N3 gOt\nzEf NOp\n"
     (data / "brent" / "br-phono.txt").write_bytes(good)
     dest = tmp_path / "assets" / "brent" / "gold.txt"
     dest.parent.mkdir(parents=True)
@@ -225,7 +225,7 @@ def mirror(tmp_path):
 def test_downloads_checks_and_writes_atomically(tmp_path, mirror):
     root, url = mirror
     (root / "brent").mkdir()
-    good = b"yu want tu si D6 bUk\n"
+    good = b"ba kiro mu pe N3 gOt\n"
     (root / "brent" / "br-phono.txt").write_bytes(good)
     dest = tmp_path / "assets" / "brent" / "gold.txt"
     # checksum mismatch (the project's MD5 is the real file's): one line, nothing written
