@@ -30,11 +30,12 @@ import hashlib
 import http.client
 import os
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional
+
+from spacy_ag.archive import write_atomic_file
 
 
 class CorpusFile(NamedTuple):
@@ -91,26 +92,6 @@ def file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; give it a normal file's mode
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def download(url: str, timeout: float) -> bytes:
     request = urllib.request.Request(url, headers={"User-Agent": "spacy-ag-project/fetch_corpora"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -129,7 +110,7 @@ def fetch(corpus: str, item: CorpusFile, *, assets: Path, data_dir: Path, mirror
         if md5_of(data) != md5:
             raise Failure(f"{local} (local copy for {dest}) has MD5 {md5_of(data)}, not {md5}: "
                           f"it is not the file project.yml expects; replace it or remove it to download instead")
-        write_atomically(dest, data)
+        write_atomic_file(dest, data)
         return f"✔ {dest}: copied from {local}"
     url = f"{mirror.rstrip('/')}/{item.local}" if mirror else item.url
     try:
@@ -143,7 +124,7 @@ def fetch(corpus: str, item: CorpusFile, *, assets: Path, data_dir: Path, mirror
         if md5_of(data) != md5:
             raise Failure(f"{url} sent a file with MD5 {md5_of(data)}, not {md5}; {dest} not written "
                           f"(put the right file at {local} and run again)")
-        write_atomically(dest, data)
+        write_atomic_file(dest, data)
         return f"✔ {dest}: downloaded from {url}"
     raise Failure(f"{dest} missing: no local copy at {local} and the download from {url} failed "
                   f"({one_line(reason)}); put {Path(item.local).name} there, pass --vars.data_dir DIR "

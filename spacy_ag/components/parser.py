@@ -168,14 +168,6 @@ class AGParser(ModelSerializer, Pipe):
         self._model_path = self.settings.model
         self._token_cache: Dict[str, Optional[Tuple]] = {}
 
-    def _load_model(self, path):
-        return load_model_dir(path)
-
-    def _model_from_bytes(self, data: bytes, source: str):
-        from ..model import AdaptorGrammar
-
-        return AdaptorGrammar.from_bytes(data, source=source)
-
     # -------------------------------------------------------------- state
     @property
     def is_fitted(self) -> bool:

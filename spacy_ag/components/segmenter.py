@@ -61,7 +61,6 @@ from typing import (
     TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union,
 )
 
-import srsly
 from spacy import util
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -204,14 +203,6 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
         self.model = None
         self._warned = False
         self._quiet = False
-
-    def _load_model(self, path: Path):
-        return load_model_dir(path)
-
-    def _model_from_bytes(self, data: bytes, source: str):
-        from ..model import AdaptorGrammar
-
-        return AdaptorGrammar.from_bytes(data, source=source)
 
     # -------------------------------------------------------------- state
     @property

@@ -38,19 +38,19 @@ def _check_cfg(cfg: Any, source: str, kind: str) -> Dict[str, Any]:
 class ModelSerializer:
     """Mixin: the four serialization methods of a component with ``cfg`` and ``model``.
 
-    Subclasses set `kind` and implement `_load_model(path)` and
-    `_model_from_bytes(data, source)`; `_set_model` may check the model.
+    Subclasses set `kind`, and `_model_class` where the model is not an
+    `AdaptorGrammar`; `_set_model` may check the model.
     """
 
     kind = "component"
     model: Any = None
     cfg: Dict[str, Any]
 
-    def _load_model(self, path: Path):
-        raise NotImplementedError
+    def _model_class(self):
+        """The class of `model`, imported when needed: spaCy imports the components at start-up."""
+        from ..model import AdaptorGrammar
 
-    def _model_from_bytes(self, data: bytes, source: str):
-        raise NotImplementedError
+        return AdaptorGrammar
 
     def _set_model(self, model) -> None:
         self.model = model
@@ -92,7 +92,7 @@ class ModelSerializer:
 
         def read_model(p: Path) -> None:
             if p.exists():
-                self._set_model(self._load_model(p))
+                self._set_model(self._model_class().load(p))
             elif saved.get("fitted") and "model" not in exclude:
                 raise ModelFileError(f"{p}: model directory missing; {path} is incomplete")
 
@@ -127,6 +127,6 @@ class ModelSerializer:
             _check_cfg(cfg, source, self.kind)
 
         util.from_bytes(bytes_data, {"cfg": read_cfg,
-                                     "model": lambda b: self._set_model(self._model_from_bytes(b, source)
+                                     "model": lambda b: self._set_model(self._model_class().from_bytes(b, source)
                                                                         if b else None)}, exclude)
         return self

@@ -21,8 +21,7 @@ negative log likelihood of the batch.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from spacy import util
 from spacy.language import Language
@@ -82,15 +81,10 @@ class AGTopics(ModelSerializer, Pipe):
         self.cfg: Dict[str, Any] = dataclasses.asdict(self.settings)
         self.model = None
 
-    def _load_model(self, path: Path):
+    def _model_class(self):
         from ..topics import TopicModel
 
-        return TopicModel.load(path)
-
-    def _model_from_bytes(self, data: bytes, source: str):
-        from ..topics import TopicModel
-
-        return TopicModel.from_bytes(data, source)
+        return TopicModel
 
     def _set_model(self, model) -> None:
         if model is not None and model.n_topics != self.cfg["n_topics"]:

@@ -8,7 +8,6 @@ after checking that the run is the one they belong to (`resume`).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 import sys
