@@ -309,7 +309,7 @@ def build_model(cfg: TrainingConfig):
                           split_at=cfg.split_at, sampler=dataclasses.replace(cfg.sampler),
                           inference=cfg.inference, online=dataclasses.replace(cfg.online), units=g.units,
                           fmt=g.format, default_weight=g.default_weight, default_a=g.default_a,
-                          default_b=g.default_b)
+                          default_b=g.default_b, max_span=g.max_span)
 
 
 # ---------------------------------------------------------------- topic configs

@@ -78,9 +78,12 @@ class Errors(metaclass=_WithCodes):
             "the model file is damaged")
     E072 = "{path}: {what}; retrain the model or restore it from a backup"
     # ---- text (E110-E129)
-    E120 = ("{source}: a run of {n} terminals without a boundary is too long to parse (at most {limit}, and "
-            "{gib:.0f} GiB of charts: time grows with the cube of the length); split such lines, e.g. at "
-            "punctuation (split_at, boundary_chars), or shorten them")
+    E120 = ("{source}: a run of {n} terminals without a boundary is too long to parse with this grammar (at "
+            "most {limit}: without a max_span on every adapted nonterminal, time grows with the cube of the "
+            "length); set max_span (or `@ NT max_span=N` in the grammar) and retrain, or split such lines, "
+            "e.g. at punctuation (split_at, boundary_chars)")
+    E121 = ("{source}: a run of {n} terminals without a boundary would need {need:.1f} GiB of charts (at most "
+            "{gib:.0f} GiB); split such lines, e.g. at punctuation (split_at, boundary_chars), or shorten them")
     E110 = ("{where}: lone surrogate U+{code:04X} at character {column}: not Unicode text; decode the input "
             "as UTF-8 with errors='strict' or 'replace', not 'surrogateescape'")
     E111 = "{path}:{line}: not valid UTF-8 ({what} at column {column})"

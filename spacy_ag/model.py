@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from .core.chain import UnparseableSentence, pack_corpus
+from .core.chart import chart_width, new_chart
 from .core.compiled import CompiledGrammar
 from .core.grammatons import Variational, new_variational
 from .core.online import OnlineLearner
@@ -25,13 +26,13 @@ from .corpus import Corpus, read_corpus
 from .evaluation import segmentation_scores
 from .grammar import (
     Grammar, GrammarError, expand_corpus_class, has_corpus_class, parse_grammar_text, read_grammar,
-    write_pycfg,
+    with_max_span, write_pycfg,
 )
 from .grammar.checks import uncovered_error
 from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
 from .errors import Errors, ModelFileError, TextError
 from .serialize import state_from_arrays
-from .settings import OnlineSettings, SamplerSettings, SettingError, check, normalized
+from .settings import AUTO_MAX_SPAN, OnlineSettings, SamplerSettings, SettingError, check, normalized
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
     default_workers, run_chains, words_from_key,
@@ -46,11 +47,11 @@ from .tree import Tree
 
 INFERENCE_MODES = ("mcmc", "vb", "online")
 ARCHIVE_KIND = "model"
-#: The longest unbroken run of text parsed, and the most memory its charts may take. Parsing
-#: takes time cubic and memory quadratic in the run's length (unigram grammar: 1,000 terminals take
-#: about 3 s, 2,000 about 50 s), so
-#: a longer run is refused with one line before any work, instead of running for minutes or failing
-#: to allocate. (Parsing in time linear in the length, with a maximum word length, is to come.)
+#: The longest unbroken run of text parsed by a grammar whose chart cannot be banded (an adapted
+#: nonterminal without max_span), and the most memory any run's charts may take. A full chart takes
+#: time cubic and memory quadratic in the run's length (unigram grammar: 1,000 terminals take about
+#: 3 s, 2,000 about 50 s); a banded one is linear in both. A run past either limit is refused with
+#: one line before any work, instead of running for minutes or failing to allocate.
 MAX_RUN_TERMINALS = 1000
 MAX_CHART_BYTES = 2 * 2 ** 30
 PathLike = Union[str, os.PathLike]
@@ -67,6 +68,10 @@ class AdaptorGrammar:
     hybrid variational algorithm; `partial_fit` continues on new text, and a
     model trained by MCMC continues variationally from its tables.
 
+    Every adapted nonterminal has a longest yield, `@ NT max_span=N` in the
+    grammar or else `max_span`, fixed when training starts and saved with the
+    grammar; it makes parsing linear in the length of a text.
+
     In `mode="chars"` a terminal is an extended grapheme cluster
     (`units="graphemes"`, the default) or a code point (`units="codepoints"`),
     see `spacy_ag.text_units`; the units are saved with the model.
@@ -75,9 +80,13 @@ class AdaptorGrammar:
     def __init__(self, grammar: Union[Grammar, PathLike], *, segment_category: str = "Word",
                  mode: str = "chars", split_at: Optional[Iterable[str]] = None,
                  sampler: Optional[SamplerSettings] = None, inference: str = "mcmc",
-                 online: Optional[OnlineSettings] = None, units: str = DEFAULT_UNITS, **grammar_options):
+                 online: Optional[OnlineSettings] = None, units: str = DEFAULT_UNITS,
+                 max_span: int = AUTO_MAX_SPAN, **grammar_options):
         if not isinstance(grammar, Grammar):
             grammar = read_grammar(grammar, **grammar_options)
+        if max_span < 1:
+            raise ValueError(f"max_span must be a number of terminals, at least 1, got {max_span}")
+        self.max_span = int(max_span)
         self.grammar = grammar
         self.segment_category = segment_category
         self.mode = mode
@@ -122,6 +131,7 @@ class AdaptorGrammar:
         if self.compiled is None:
             self.grammar = expand_corpus_class(self.grammar, corpus.alphabet())
             self.compiled = CompiledGrammar(self.grammar)
+        self._fix_spans()
         known = self.compiled.term_index
         missing = {t: corpus.first_line_of(t) for t in corpus.alphabet() if t not in known}
         if missing:
@@ -265,6 +275,7 @@ class AdaptorGrammar:
             if batch:
                 yield self._pack_batch(batch)
 
+        self._fix_spans()
         stream = batches()
         first = next(stream, None)  # packing it compiles a [:corpus:] grammar
         if first is None:
@@ -286,6 +297,7 @@ class AdaptorGrammar:
         chunks = [c for t in texts for c in self._chunks(t)]
         if not chunks:
             return 0.0
+        self._fix_spans()
         words, ptr = self._pack_batch(chunks)
         learner = self._learner(self.online, seed)
         try:
@@ -314,6 +326,17 @@ class AdaptorGrammar:
             out.append(current)
         return out
 
+    def _fix_spans(self) -> None:
+        """Before the first training, give adapted nonterminals without a span `max_span`. A
+        trained model keeps the spans it was trained with (none for models saved before spans)."""
+        if self.state is not None:
+            return
+        grammar = with_max_span(self.grammar, self.max_span)
+        if grammar is not self.grammar:
+            self.grammar = grammar
+            if self.compiled is not None:
+                self.compiled = CompiledGrammar(grammar)
+
     def prepare_alphabet(self, alphabet: Iterable[str]) -> None:
         """Expand a `[:corpus:]` grammar to these terminals before streaming (no-op once compiled)."""
         if self.compiled is None:
@@ -329,9 +352,12 @@ class AdaptorGrammar:
         return pack_corpus(self.compiled, chunks)
 
     def _require_chart_room(self, n: int, source: Optional[PathLike] = None) -> None:
-        need = (n + 1) ** 2 * (8 * self.compiled.arrays.n_sym + 12)
-        if n > MAX_RUN_TERMINALS or need > MAX_CHART_BYTES:
-            raise TextError(Errors.E120.format(source=source or "<texts>", n=n, limit=MAX_RUN_TERMINALS,
+        G = self.compiled.arrays
+        if G.band == 0 and n > MAX_RUN_TERMINALS:
+            raise TextError(Errors.E120.format(source=source or "<texts>", n=n, limit=MAX_RUN_TERMINALS))
+        need = (n + 1) * (chart_width(G, n) + 2) * (8 * G.n_sym + 12)
+        if need > MAX_CHART_BYTES:
+            raise TextError(Errors.E121.format(source=source or "<texts>", n=n, need=need / 2 ** 30,
                                                gib=MAX_CHART_BYTES / 2 ** 30))
 
     def _pack_batch(self, batch: List[Sequence[str]]):
@@ -488,8 +514,7 @@ class AdaptorGrammar:
                 out.append(None)
                 continue
             self._require_chart_room(n)
-            vchart = np.empty((n + 1, n + 1, G.n_sym))
-            ynode = np.full((n + 1, n + 1), -1, np.int32)
+            vchart, _, ynode = new_chart(G, n)
             if viterbi_chart(G, S, ids, n, lrho, ltab, vchart, ynode) == -np.inf:
                 out.append(None)
                 continue

@@ -84,6 +84,21 @@ def units_setting() -> Any:
                    choices=UNIT_CHOICES)
 
 
+#: The default longest yield, in terminals, of an adapted nonterminal (``max_span``). Long enough for any word or collocation of the corpora we know
+#: (Brent's longest utterance is 53 phonemes, PKU's longest word 27 characters), and for the words
+#: a morphology grammar parses; short enough that the charts of a 100,000-character line stay small
+#: (benchmarks/lengths.py). A symbol whose rules bound its yield (a syllable of at most three
+#: phonemes) gets that bound instead.
+AUTO_MAX_SPAN = 64
+
+
+def max_span_setting() -> Any:
+    """The one definition of ``max_span``, shared by the engine's [grammar] and the components."""
+    return setting(AUTO_MAX_SPAN, "longest yield, in terminals, of an adapted nonterminal without "
+                                  "`@ NT max_span=N` in the grammar; it makes parsing linear in the length "
+                                  "of a text", low=1)
+
+
 # ---------------------------------------------------------------- MCMC
 
 
@@ -202,6 +217,7 @@ class GrammarSettings:
                         choices=("chars", "tokens"))
     units: str = units_setting()
     split_at: str = setting("", 'hard boundaries: "punctuation", "" (none) or the characters themselves')
+    max_span: int = max_span_setting()
 
 
 @dataclass
@@ -298,6 +314,7 @@ class FittedGrammarSettings:
     sampler: Dict[str, Any] = setting(help="MCMC settings (any [sampler] key, e.g. anneal_start = 3.0)",
                                       factory=dict)
     units: str = units_setting()
+    max_span: int = max_span_setting()
 
 
 @dataclass

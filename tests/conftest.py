@@ -426,6 +426,8 @@ class Reference:
         self.by_parent = defaultdict(list)
         for r, rule in enumerate(g.rules):
             self.by_parent[rule.parent].append(r)
+        #: `@ NT max_span=N`: NT derives no string longer than N
+        self.max_span = {x: a.options["max_span"] for x, a in g.adaptors.items() if "max_span" in a.options}
         self.m = np.zeros(len(self.adapted))
         self.n = np.zeros(len(self.adapted))
         for ad, _, cnt in self.tables.values():
@@ -471,6 +473,8 @@ class Reference:
         if key in self._memo:
             return self._memo[key]
         out = []
+        if len(s) > self.max_span.get(X, len(s)):
+            return out
         ad = self.adapted.index(X) if X in self.adapted else -1
         cache_on = ad >= 0 and ad != self.skip_ad
         if cache_on:
@@ -499,6 +503,8 @@ class Reference:
         if key in self._memo:
             return self._memo[key]
         total = 0.0
+        if len(s) > self.max_span.get(X, len(s)):
+            return total
         ad = self.adapted.index(X) if X in self.adapted else -1
         if ad >= 0 and ad != self.skip_ad:
             for k, (tad, y, _) in sorted(self.tables.items()):

@@ -15,11 +15,11 @@ import pytest
 
 from spacy_ag.core.analyses import add, fill_rho, free_tree, log_r
 from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
-from spacy_ag.core.chart import inside, sample_tree
-from spacy_ag.core.compiled import CompiledGrammar
+from spacy_ag.core.chart import chart_width, inside, sample_tree
+from spacy_ag.core.compiled import NO_SPAN_LIMIT, CompiledGrammar
 from spacy_ag.core.sampler import Workspace
 from spacy_ag.core.state import NODE_FREE, NODE_HWM, TABLE, yield_terms
-from spacy_ag.grammar.rules import Grammar, Rule
+from spacy_ag.grammar.rules import Adaptor, Grammar, Rule
 
 
 def _inside(C, S, ws, text, collapsed=False, start=None, skip_ad=-1, inv_temp=1.0):
@@ -405,3 +405,124 @@ def test_sampling_with_adaptor_switched_off(core):
     ad = C.adapted.index("Colloc")
     n = _sample_check(core, C, S, "abab", 10000, collapsed=True, start_name="Colloc", skip_ad=ad)
     assert n >= 5
+
+
+# ---------------------------------------------------------------------------
+# 5. spans: `@ NT max_span=N` and the banded chart (docs/algorithms.md 3.5)
+
+
+def _with_spans(grammar, **spans):
+    """The grammar with max_span = spans[NT] on the named adapted nonterminals."""
+    adaptors = {x: Adaptor(a.a, a.b, {**a.options, "max_span": float(spans[x])}) if x in spans else a
+                for x, a in grammar.adaptors.items()}
+    return Grammar(grammar.start, list(grammar.rules), adaptors)
+
+
+def _spanned_unary(core):
+    grammar = core.unary_grammar()
+    return _with_spans(grammar, **{x: 2 for x in grammar.adaptors})
+
+
+def test_symbol_spans_and_band(core):
+    C = CompiledGrammar(_with_spans(core.colloc_grammar("ab"), Word=2, Colloc=3))
+    G = C.arrays
+    span = {C.symbol_names[x]: int(G.sym_span[x]) for x in range(G.n_sym)}
+    assert span == {"Sentence": NO_SPAN_LIMIT, "Colloc": 3, "Words": 3, "Word": 2, "Phonemes": 2,
+                    "Phoneme": 1}
+    assert [C.symbol_names[x] for x in range(G.n_sym) if G.sym_suffix[x]] == ["Sentence"]
+    assert (G.band, G.left_span, G.inner_left_span, G.inner_right_span) == (3, 3, 2, 3)
+    assert chart_width(G, 10) == 3 and chart_width(G, 2) == 2
+    # an unbounded left child (S -> S X) cannot be banded: a full chart, spans still hold
+    unary = CompiledGrammar(_spanned_unary(core))
+    assert unary.arrays.band == 0 and chart_width(unary.arrays, 10) == 10
+    assert not unary.arrays.sym_suffix.any()
+    # without spans: nothing bounded above a terminal, a full chart
+    assert CompiledGrammar(core.colloc_grammar("ab")).arrays.band == 0
+
+
+SPANNED = {
+    # name: (grammar with spans, alphabet, longest string): every string longer than the band
+    # uses the suffix cells
+    "toy": (lambda core: _with_spans(core.toy_grammar(0.3, 1.0), Word=2), "abc", 5),
+    "colloc": (lambda core: _with_spans(core.colloc_grammar("ab", a=0.2, b=3.0), Word=2, Colloc=3), "ab", 7),
+    "unary-full-chart": (lambda core: _spanned_unary(core), "abc", 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPANNED))
+def test_inside_with_spans_equals_enumeration(core, name):
+    factory, alphabet, max_len = SPANNED[name]
+    C = CompiledGrammar(factory(core))
+    S = core.empty_state(C)
+    ws = Workspace(C, max_len)
+    ref = core.Reference(C)
+    assert ref.max_span
+    strings = list(core.all_strings(alphabet, max_len))
+    assert _assert_matches(C, S, ws, ref, strings) >= len(strings) // 4
+
+
+def _spanned_colloc_state(core):
+    from spacy_ag.synthetic import generate_corpus, make_lexicon
+    lex = make_lexicon(6, alphabet="ab", min_len=1, max_len=2, seed=4)
+    sents = [tuple("".join(u)) for u in generate_corpus(lex, 25, mean_words=3, seed=5, collocations=2)]
+    grammar = _with_spans(core.colloc_grammar("ab", a=0.2, b=3.0), Word=2, Colloc=3)
+    return _chain_state(core, grammar, sents, collapsed=True)
+
+
+def test_inside_and_viterbi_with_spans_and_tables_equal_enumeration(core):
+    from spacy_ag.core.chart import new_chart
+    from spacy_ag.core.viterbi import log_rho, log_table_weights, viterbi_chart
+
+    C, S = _spanned_colloc_state(core)
+    G = C.arrays
+    ref = core.Reference.from_state(C, S, core.live_roots(S), collapsed=True)
+    assert ref.tables and max(len(y) for _, y, _ in ref.tables.values()) <= 3
+    ws = Workspace(C, 6)
+    strings = list(core.all_strings("ab", 6))
+    assert _assert_matches(C, S, ws, ref, strings, collapsed=True) == len(strings)
+    lrho = np.empty(G.rule_parent.shape[0])
+    log_rho(G, S, lrho, True)
+    ltab = np.empty(S.tab_count.shape[0])
+    log_table_weights(S, ltab)
+    for text in (t for t in strings if len(t) <= 4):  # listing the trees of longer strings takes minutes
+        ids = C.encode(list(text))
+        vchart, _, ynode = new_chart(G, len(ids))
+        best = max(w for _, w in ref.analyses("Sentence", tuple(ids)))
+        assert viterbi_chart(G, S, ids, len(ids), lrho, ltab, vchart, ynode) == pytest.approx(
+            math.log(best), rel=1e-10), text
+
+
+def test_sampling_with_spans_past_the_band(core):
+    C, S = _spanned_colloc_state(core)
+    assert _sample_check(core, C, S, "abbab", 20000, collapsed=True) >= 10
+
+
+def test_long_sentence_with_spans_matches_word_dp(core):
+    """Z of a 300-character string under toy with Word spans <= 3: the banded chart against a
+    dynamic programme over the words (whose probabilities come from the enumeration)."""
+    C = CompiledGrammar(_with_spans(core.toy_grammar(0.3, 1.0), Word=3))
+    S = core.empty_state(C)
+    ref = core.Reference(C)
+    rng = np.random.default_rng(0)
+    text = "".join(rng.choice(list("abc"), size=300))
+    one, more = (ref.rho(r) for r in (0, 1))  # Words -> Word, Words -> Word Words
+    word = {}
+    for length in range(1, 4):
+        for w in core.all_strings("abc", length):
+            word[w] = ref.prob("Word", tuple(C.encode(list(w))))
+    n = len(text)
+    logz = [-math.inf] * (n + 1)  # logz[i]: log Z of Words over text[i:]
+    for i in range(n - 1, -1, -1):
+        terms = []
+        for length in range(1, 4):
+            if i + length <= n:
+                lw = math.log(word[text[i:i + length]])
+                if i + length == n:
+                    terms.append(math.log(one) + lw)
+                else:
+                    terms.append(math.log(more) + lw + logz[i + length])
+        top = max(terms)
+        logz[i] = top + math.log(sum(math.exp(t - top) for t in terms))
+    ws = Workspace(C, n)
+    assert ws.chart.shape == (n + 1, 3 + 2, C.arrays.n_sym)  # the band, plus the suffix column
+    assert _inside(C, S, ws, text) == pytest.approx(logz[0], rel=1e-10)

@@ -230,7 +230,7 @@ class AGParser(ModelSerializer, Pipe):
             raise ValueError(f"{self.name}: the training examples contain no text to learn from")
         grammar = self.load_grammar()
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"] or grammar.start,
-                               mode="chars", units=cfg["units"])
+                               mode="chars", units=cfg["units"], max_span=cfg["max_span"])
         logger.info("%s: fitting %s on %d texts, %d iterations", self.name, cfg["grammar"], len(texts),
                     cfg["iterations"])
         return fit_adaptor_grammar(model, texts, component=self.name, grammar=str(cfg["grammar"]),
@@ -255,8 +255,10 @@ class AGParser(ModelSerializer, Pipe):
             self._require_model()
         if self.model is None:
             grammar = self.load_grammar()
-            self._set_model(AdaptorGrammar(grammar, segment_category=self.cfg["segment_category"] or grammar.start,
-                                           mode="chars", inference="online", units=self.cfg["units"]))
+            cfg = self.cfg
+            self._set_model(AdaptorGrammar(grammar, segment_category=cfg["segment_category"] or grammar.start,
+                                           mode="chars", inference="online", units=cfg["units"],
+                                           max_span=cfg["max_span"]))
         losses[self.name] += self.model.online_step(texts, seed=self.cfg["seed"])
         self._token_cache = {}
         return losses

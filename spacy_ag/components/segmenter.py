@@ -306,7 +306,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
                              "(only whitespace and boundary characters)")
         grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"], mode="chars",
-                               split_at=self.boundary or None, units=cfg["units"])
+                               split_at=self.boundary or None, units=cfg["units"], max_span=cfg["max_span"])
         logger.info("spacy-ag segmenter: fitting %s on %d chunks, %d iterations",
                     cfg["grammar"], len(lines), cfg["iterations"])
         return fit_adaptor_grammar(model, lines, component="tokenizer", grammar=str(cfg["grammar"]),
@@ -335,7 +335,8 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
             cfg = self.cfg
             grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
             model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"], mode="chars",
-                                   split_at=self.boundary or None, inference="online", units=cfg["units"])
+                                   split_at=self.boundary or None, inference="online", units=cfg["units"],
+                                   max_span=cfg["max_span"])
         losses["tokenizer"] += model.online_step(lines, seed=self.cfg["seed"])
         self._set_model(model)
         return losses

@@ -16,9 +16,10 @@ from ..settings import SamplerSettings
 from .compiled import CompiledGrammar
 from .hyper import log_hyper_prior, log_posterior, sample_hyperparameters
 from .rng import make_rng, shuffle
+from .chart import trie_need
 from .sampler import (
     ACCEPTED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED, N_STATS, REJECTED, UNCHANGED,
-    Workspace, add_all, initialize, need_nodes, need_trie, open_tables, resample_labels, sweep,
+    Workspace, add_all, initialize, need_nodes, open_tables, resample_labels, sweep,
 )
 from .segmentation import corpus_marks
 from .state import State, grow, new_state
@@ -72,7 +73,7 @@ class Chain:
     # ------------------------------------------------------------------
     def _grow(self, n: int):
         self.state = grow(self.state, need_nodes(n, self.max_unary), need_nodes(n, self.max_unary),
-                          need_trie(n), self.G.n_term)
+                          trie_need(self.G, n), self.G.n_term)
 
     def _drive(self, kernel, n_items: int, *args):
         """Call `kernel(pos)` until it has covered all items, growing pools in between."""

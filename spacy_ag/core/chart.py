@@ -6,13 +6,19 @@ in `scale`, so sentences of hundreds of characters never underflow while the
 inner loops stay multiply-add, and combining two cells takes a table lookup
 instead of an exp. Cache options (one per open table whose yield is the
 span's string) are looked up through the yield trie.
+
+Charts are banded (docs/algorithms.md 3.5, `compiled` on spans): chart[i, d]
+is the span (i, i + d) for d <= width, and chart[i, width + 1] the span
+(i, n) when that is longer, the only long spans a banded grammar can cover.
+A full chart is the case width = n. Shapes: chart (n + 1, width + 2, n_sym),
+scale and ynode (n + 1, width + 2).
 """
 import math
 
 import numpy as np
 from numba import njit
 
-from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO
+from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO, NO_SPAN_LIMIT
 from .rng import uniform
 from .state import RULE, TABLE, TERM, alloc_node, trie_child, trie_insert
 from .analyses import table_weight
@@ -46,15 +52,64 @@ def _pow2(k):
 
 
 @njit(cache=True)
+def chart_width(G, n):
+    """Band width of the chart of n terminals: the longest bounded span, or n for a full chart."""
+    return min(n, G.band) if G.band > 0 else n
+
+
+@njit(cache=True)
+def new_chart(G, n):
+    """(chart, scale, ynode) for texts of up to n terminals (shapes in the module docstring)."""
+    width = chart_width(G, n)
+    return (np.zeros((n + 1, width + 2, G.n_sym)), np.full((n + 1, width + 2), NEG_INF),
+            np.full((n + 1, width + 2), -1, np.int32))
+
+
+@njit(cache=True)
+def trie_need(G, n):
+    """Most trie nodes one text of n terminals can add: one per span the band holds."""
+    w = chart_width(G, n)
+    return n * w - w * (w - 1) // 2 + 1
+
+
+@njit(cache=True, inline="always")
+def column(i, j, width):
+    """Column of span (i, j): its length, or width + 1 for a suffix longer than the band."""
+    d = j - i
+    return d if d <= width else width + 1
+
+
+@njit(cache=True, inline="always")
+def allowed(sym_span, sym_suffix, X, length, at_end):
+    """Whether symbol X may cover a span of this length (at_end: the span ends the text).
+
+    Takes the two arrays, not G: a helper called per cell with the whole grammar tuple
+    made the inside pass ten times slower."""
+    return length <= sym_span[X] and (at_end or sym_suffix[X] == 0)
+
+
+@njit(cache=True, inline="always")
+def split_bounds(i, j, n, width, left_span, right_span):
+    """First and last split s of span (i, j) whose parts (i, s) and (s, j) are stored and
+    no longer than left_span and right_span."""
+    hi = min(j - 1, i + min(left_span, width))
+    right = right_span if j == n else min(right_span, width)
+    lo = max(i + 1, j - right)
+    return lo, hi
+
+
+@njit(cache=True)
 def span_yields(S, words, n, n_term, ynode):
-    """ynode[i, j] = trie node of words[i:j], or -1 if no table ever had that yield."""
+    """ynode[i, d] = trie node of words[i:i+d], or -1 if no table ever had that yield."""
+    width = ynode.shape[1] - 2
     for i in range(n):
         node = 0
-        for j in range(i + 1, n + 1):
+        for j in range(i + 1, min(n, i + width) + 1):
             if node >= 0:
                 t = words[j - 1]
                 node = trie_child(S, node, t, n_term) if t >= 0 else -1
-            ynode[i, j] = node
+            ynode[i, j - i] = node
+        ynode[i, width + 1] = -1
 
 
 @njit(cache=True, inline="always")
@@ -83,16 +138,22 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     n_sym = G.n_sym
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
+    sym_span, sym_suffix = G.sym_span, G.sym_suffix
+    width = chart.shape[1] - 2
     cache = np.zeros(n_ad)
     n_tables = np.zeros(n_ad, np.int64)
     given = tab_lw.shape[0] > 0
     k_split = np.empty(n + 1, np.int64)
     span_yields(S, words, n, G.n_term, ynode)
     for length in range(1, n + 1):
-        for i in range(0, n - length + 1):
+        # past the band only the suffix (n - length, n) is stored
+        for i in range(0 if length <= width else n - length, n - length + 1):
             j = i + length
-            cell = chart[i, j]
-            cell[:] = 0.0
+            c = column(i, j, width)
+            at_end = j == n
+            cell = chart[i, c]
+            for x in range(n_sym):
+                cell[x] = 0.0
             # the cell holds its values divided by 2**kc; EMPTY: nothing derives this span
             kc = EMPTY
             if length == 1:
@@ -103,19 +164,23 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                         cell[G.lex_parent[q]] += 1.0 if r < 0 else rho[r]
                     kc = 0
             else:
-                for s in range(i + 1, j):
-                    k = _exponent_sum(scale[i, s], scale[s, j])
+                if at_end:
+                    lo, hi = split_bounds(i, j, n, width, G.left_span, NO_SPAN_LIMIT)
+                else:
+                    lo, hi = split_bounds(i, j, n, width, G.inner_left_span, G.inner_right_span)
+                for s in range(lo, hi + 1):
+                    k = _exponent_sum(scale[i, s - i], scale[s, column(s, j, width)])
                     k_split[s] = k
                     if k > kc:
                         kc = k
                 if kc > EMPTY:
-                    for s in range(i + 1, j):
+                    for s in range(lo, hi + 1):
                         d = kc - k_split[s]
                         if d >= POW2_NEG.shape[0]:
                             continue
                         fct = POW2_NEG[d]
-                        left = chart[i, s]
-                        right = chart[s, j]
+                        left = chart[i, s - i]
+                        right = chart[s, column(s, j, width)]
                         for q in range(n_bin):
                             lv = left[G.bin_left[q]]
                             if lv == 0.0:
@@ -127,7 +192,7 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                             w = 1.0 if r < 0 else rho[r]
                             cell[G.bin_parent[q]] += w * lv * rv * fct
             # cached subtrees of this span
-            y = ynode[i, j]
+            y = ynode[i, c]
             if y >= 0 and S.trie_head[y] >= 0:
                 cache[:] = 0.0
                 k = S.trie_head[y]
@@ -160,15 +225,20 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                     kn = math.frexp(cmax)[1]
                     if bmax > 0.0:
                         kn = max(kn, kc + math.frexp(bmax)[1])
-                        cell *= math.ldexp(1.0, kc - kn)
+                        f = math.ldexp(1.0, kc - kn)
+                        for x in range(n_sym):
+                            cell[x] *= f
                     for ad in range(n_ad):
                         if cache[ad] > 0.0:
                             cell[G.adaptor_nt[ad]] += math.ldexp(cache[ad], -kn)
                     kc = kn
+            for x in range(n_sym):
+                if not allowed(sym_span, sym_suffix, x, length, at_end):
+                    cell[x] = 0.0
             # unary closure, children first
             for q in range(G.un_parent.shape[0]):
                 v = cell[G.un_child[q]]
-                if v != 0.0:
+                if v != 0.0 and allowed(sym_span, sym_suffix, G.un_parent[q], length, at_end):
                     cell[G.un_parent[q]] += rho[G.un_rule[q]] * v
             m = 0.0
             for x in range(n_sym):
@@ -176,27 +246,33 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                     m = cell[x]
             if m > 0.0 and kc > EMPTY:
                 e = math.frexp(m)[1]
-                cell *= math.ldexp(1.0, -e)
-                scale[i, j] = (kc + e) * LN2
+                f = math.ldexp(1.0, -e)
+                for x in range(n_sym):
+                    cell[x] *= f
+                scale[i, c] = (kc + e) * LN2
             else:
-                cell[:] = 0.0
-                scale[i, j] = NEG_INF
-    v = chart[0, n, start]
+                for x in range(n_sym):
+                    cell[x] = 0.0
+                scale[i, c] = NEG_INF
+    top = column(0, n, width)
+    v = chart[0, top, start]
     if v <= 0.0:
         return NEG_INF
-    return math.log(v) + scale[0, n]
+    return math.log(v) + scale[0, top]
 
 
 @njit(cache=True, inline="always")
-def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
+def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
     """Draw how item (X, i, j) is built: (choice, index, split) with choice 0 = table
     `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`."""
-    sc = scale[i, j]
-    u = uniform(rng) * chart[i, j, X]
+    width = chart.shape[1] - 2
+    c = column(i, j, width)
+    sc = scale[i, c]
+    u = uniform(rng) * chart[i, c, X]
     ad = G.sym_adaptor[X]
     last_choice, last_q, last_s = -1, -1, -1
     if cache_on:
-        y = ynode[i, j]
+        y = ynode[i, c]
         if y >= 0:
             # untempered MCMC weights without a log and exp per table, unless exp(-sc) overflows
             fast = tab_lw.shape[0] == 0 and inv_temp == 1.0 and sc > -700.0
@@ -219,7 +295,7 @@ def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, 
                 k = S.tab_next[k]
     for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
         q = G.un_by_parent[p]
-        w = rho[G.un_rule[q]] * chart[i, j, G.un_child[q]]
+        w = rho[G.un_rule[q]] * chart[i, c, G.un_child[q]]
         if w > 0.0:
             last_choice, last_q = 1, q
             u -= w
@@ -243,12 +319,14 @@ def _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, 
         rw = 1.0 if r < 0 else rho[r]
         L = G.bin_left[q]
         R = G.bin_right[q]
-        for s in range(i + 1, j):
-            lv = chart[i, s, L]
-            rv = chart[s, j, R]
+        lo, hi = split_bounds(i, j, n, width, G.sym_span[L], G.sym_span[R])
+        for s in range(lo, hi + 1):
+            cr = column(s, j, width)
+            lv = chart[i, s - i, L]
+            rv = chart[s, cr, R]
             if lv == 0.0 or rv == 0.0:
                 continue
-            w = rw * lv * rv * _pow2(_exponent_sum(scale[i, s], scale[s, j]) - kc)
+            w = rw * lv * rv * _pow2(_exponent_sum(scale[i, s - i], scale[s, cr]) - kc)
             last_choice, last_q, last_s = 3, q, s
             u -= w
             if u <= 0.0:
@@ -291,20 +369,22 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
     cur = G.bin_left[q]
     end = s
     while G.sym_kind[cur] == KIND_INTERMEDIATE:
+        # an intermediate is a left child, so its span (i, end) and its parts lie in the band
         q2 = G.sym_bin[cur]
         L2 = G.bin_left[q2]
         R2 = G.bin_right[q2]
-        u2 = uniform(rng) * chart[i, end, cur]
-        k_end = _exponent_sum(scale[i, end], 0.0)
+        u2 = uniform(rng) * chart[i, end - i, cur]
+        k_end = _exponent_sum(scale[i, end - i], 0.0)
         s2 = -1
         last2 = -1
-        for s3 in range(i + 1, end):
-            lv = chart[i, s3, L2]
-            rv = chart[s3, end, R2]
+        lo = max(i + 1, end - G.sym_span[R2])
+        for s3 in range(lo, min(end - 1, i + G.sym_span[L2]) + 1):
+            lv = chart[i, s3 - i, L2]
+            rv = chart[s3, end - s3, R2]
             if lv == 0.0 or rv == 0.0:
                 continue
             last2 = s3
-            u2 -= lv * rv * _pow2(_exponent_sum(scale[i, s3], scale[s3, end]) - k_end)
+            u2 -= lv * rv * _pow2(_exponent_sum(scale[i, s3 - i], scale[s3, end - s3]) - k_end)
             if u2 <= 0.0:
                 s2 = s3
                 break
@@ -353,24 +433,24 @@ def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_a
         j = tasks[n_tasks, 3]
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        choice, c_q, c_s = _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp,
+        choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp,
                                    tab_lw, rng)
         if choice == 0:
             S.node_kind[x] = TABLE
             S.node_table[x] = c_q
-            S.node_aux[x] = ynode[i, j]
+            S.node_aux[x] = ynode[i, j - i]  # a cached span is bounded, so in the band
             logr += log_cache_weight(S, c_q, inv_temp, tab_lw)
             continue
         r = _chosen_rule(G, choice, c_q)
         logr += math.log(rho[r])
         owner = x
         if cache_on:  # a new table: x is its TABLE node, the label hangs below it
-            y = ynode[i, j]
+            y = ynode[i, j - i]
             if y < 0:
                 y = 0
                 for p in range(i, j):
                     y = trie_insert(S, y, words[p], n_term)
-                    ynode[i, p + 1] = y
+                    ynode[i, p + 1 - i] = y
             S.node_kind[x] = TABLE
             S.node_aux[x] = y
             owner = alloc_node(S, RULE, X, r)
@@ -440,7 +520,7 @@ def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab
             continue
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        choice, c_q, c_s = _choose(G, S, words, rho, chart, scale, ynode, X, i, j, cache_on, 1.0,
+        choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, 1.0,
                                    tab_lw, rng)
         rec[r, 1] = X
         rec[r, 4] = i

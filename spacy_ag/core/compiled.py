@@ -5,6 +5,16 @@ terminal that appears inside a longer right-hand side (so every binary rule
 combines two chart items), then the intermediate symbols of left-to-right
 binarization with shared prefixes. Only user nonterminals ever appear in
 output trees; the kernels flatten the others away.
+
+Spans (docs/algorithms.md 3.5): every symbol gets the longest yield it can
+have, from `@ NT max_span=N` on adapted nonterminals, from its parents (a
+child is never longer than its parent) and from its rules (a symbol without
+recursion is never longer than its longest expansion). When every adapted
+symbol has a finite span and no symbol of unbounded span is a left child,
+the symbols of unbounded span (the `Word+` chain of a sentence) can only
+cover spans that end where the sentence ends. The chart is then a band of
+width `band` plus one cell per start for those suffixes, which makes parsing
+linear in the length of the text instead of cubic.
 """
 from __future__ import annotations
 
@@ -16,6 +26,8 @@ import numpy as np
 from ..grammar.rules import CORPUS_CLASS, Grammar, GrammarError
 
 KIND_USER, KIND_PSEUDO, KIND_INTERMEDIATE = 0, 1, 2
+#: The span of a symbol whose yield has no bound.
+NO_SPAN_LIMIT = 1 << 40
 
 GrammarArrays = namedtuple(
     "GrammarArrays",
@@ -52,6 +64,13 @@ GrammarArrays = namedtuple(
         "bin_right",
         "bin_rule",  # original rule id, or -1 for an intermediate rule (weight 1)
         "bin_ptr",  # binary rules sorted by parent: bin rules of X are bin_ptr[X]:bin_ptr[X+1]
+        # spans (see the module docstring)
+        "sym_span",  # longest yield of each symbol, NO_SPAN_LIMIT if unbounded
+        "sym_suffix",  # 1: the symbol only covers spans that end at the end of the text
+        "band",  # longest finite span if the chart can be banded, else 0 (a full chart)
+        "left_span",  # longest left child of any binary rule
+        "inner_left_span",  # the same over rules whose parent is not suffix-only
+        "inner_right_span",  # longest right child over rules whose parent is not suffix-only
     ],
 )
 
@@ -175,6 +194,11 @@ class CompiledGrammar:
         def col(rows, k, dtype=np.int32):
             return np.array([row[k] for row in rows], dtype=dtype)
 
+        spans = symbol_spans(n_sym, nt_index[g.start], lex, unary, binary,
+                             {nt_index[s]: int(a.options["max_span"]) for s, a in g.adaptors.items()
+                              if "max_span" in a.options})
+        limits = span_limits(spans, binary, [int(s) for s in adaptor_nt])
+
         arrays = GrammarArrays(
             n_nt=n_nt,
             n_sym=n_sym,
@@ -205,6 +229,8 @@ class CompiledGrammar:
             bin_right=col(binary_sorted, 2),
             bin_rule=col(binary_sorted, 3),
             bin_ptr=bin_ptr,
+            sym_span=np.array(spans, dtype=np.int64),
+            **limits,
         )
         return arrays, names, max_chain
 
@@ -259,6 +285,11 @@ class CompiledGrammar:
         return np.array(sorted(range(len(adaptor_nt)), key=lambda i: (-counts[i], i)), dtype=np.int32)
 
     # ------------------------------------------------------------------
+    def chart_width(self, n: int) -> int:
+        """Band width of the chart of a text of n terminals (n for a full chart)."""
+        band = self.arrays.band
+        return min(n, band) if band > 0 else n
+
     def encode(self, terminals: Sequence[str]) -> np.ndarray:
         """Terminal ids of a sentence; -1 for a symbol the grammar does not know."""
         index = self.term_index
@@ -269,3 +300,58 @@ class CompiledGrammar:
         a = np.array([g.adaptors[s].a for s in self.adapted], dtype=np.float64)
         b = np.array([g.adaptors[s].b for s in self.adapted], dtype=np.float64)
         return a, b
+
+
+def symbol_spans(n_sym: int, start: int, lex, unary, binary, limits: Dict[int, int]) -> List[int]:
+    """The longest yield of every chart symbol: the least of what its parents allow
+    (`limits` caps some symbols) and what its rules can build; NO_SPAN_LIMIT if unbounded."""
+    # from above: least fixed point of span(child) = min(limit, max over parents)
+    down = [0] * n_sym
+    down[start] = limits.get(start, NO_SPAN_LIMIT)
+    edges = [(p, c) for p, c, _ in unary] + [(p, c) for p, l, r, _ in binary for c in (l, r)]
+    changed = True
+    while changed:
+        changed = False
+        for p, c in edges:
+            value = min(limits.get(c, NO_SPAN_LIMIT), max(down[c], down[p]))
+            if value > down[c]:
+                down[c], changed = value, True
+    # from below: longest expansion; still growing after n_sym rounds means recursion
+    up = [0] * n_sym
+    for _, p, _ in lex:
+        up[p] = 1
+    for round_ in range(3 * n_sym + 3):
+        grown = set()
+        for p, c, _ in unary:
+            if up[c] > up[p]:
+                up[p] = up[c]
+                grown.add(p)
+        for p, l, r, _ in binary:
+            value = min(NO_SPAN_LIMIT, up[l] + up[r])
+            if value > up[p]:
+                up[p] = value
+                grown.add(p)
+        if not grown:
+            break
+        if round_ >= n_sym:
+            for x in grown:
+                up[x] = NO_SPAN_LIMIT
+    return [min(d, u) for d, u in zip(down, up)]
+
+
+def span_limits(spans: List[int], binary, adapted: List[int]) -> Dict[str, object]:
+    """The chart's shape: banded when every adapted symbol is bounded and no unbounded
+    symbol is a left child (then unbounded symbols only cover suffixes of the text)."""
+    unbounded = [s >= NO_SPAN_LIMIT for s in spans]
+    banded = (not any(unbounded[a] for a in adapted)
+              and not any(unbounded[l] for _, l, _, _ in binary))
+    suffix = [int(banded and u) for u in unbounded]
+    inner = [(l, r) for p, l, r, _ in binary if not suffix[p]]
+    finite = [s for s in spans if s < NO_SPAN_LIMIT]
+    return dict(
+        sym_suffix=np.array(suffix, dtype=np.int8),
+        band=max(finite, default=1) if banded else 0,
+        left_span=max((spans[l] for _, l, _, _ in binary), default=0),
+        inner_left_span=max((spans[l] for l, _ in inner), default=0),
+        inner_right_span=max((spans[r] for _, r in inner), default=0),
+    )

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from .analyses import add, fill_rho, free_tree, log_r, remove, same_analysis
-from .chart import inside, sample_tree
+from .chart import inside, new_chart, sample_tree, trie_need
 from .rng import shuffle, uniform_pos
 from .state import OPEN, TAB_HWM, room_ok, yield_terms
 
@@ -27,11 +27,6 @@ def need_nodes(n, max_unary):
     return 2 * (n + (2 * n) * (max_unary + 2)) + 8
 
 
-@njit(cache=True)
-def need_trie(n):
-    return n * (n + 1) // 2 + 1
-
-
 class Workspace:
     """Scratch arrays sized for the longest sentence, reused across kernels."""
 
@@ -40,9 +35,7 @@ class Workspace:
         m = max_len + 1
         self.max_len = max_len
         self.rho = np.zeros(G.rule_parent.shape[0])
-        self.chart = np.zeros((m, m, G.n_sym))
-        self.scale = np.full((m, m), -np.inf)
-        self.ynode = np.full((m, m), -1, np.int32)
+        self.chart, self.scale, self.ynode = new_chart(G, max_len)
         self.tasks = np.zeros((int(need_nodes(max_len, compiled.max_unary_chain)) + 8, 4), np.int32)
         self.buf = np.zeros((m + 2, 3), np.int32)
         self.terms = np.zeros(m, np.int32)
@@ -100,7 +93,7 @@ def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_un
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), need_trie(n)):
+        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         if not _mh_step(G, S, w, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode,
@@ -125,7 +118,7 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), need_trie(n)):
+        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         if incremental:
@@ -181,7 +174,7 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
     while pos < tables.shape[0]:
         k = tables[pos]
         n = yield_terms(S, S.tab_yield[k], terms)
-        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), need_trie(n)):
+        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
             return pos
         ad = S.tab_adaptor[k]
         A = G.adaptor_nt[ad]

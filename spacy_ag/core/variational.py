@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from .analyses import free_tree
-from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, sample_records
+from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, sample_records, trie_need
 from .expectations import expected_log_theta, stick_expectations
 from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, find_entry, merge_entries,
@@ -50,9 +50,7 @@ def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_le
     w = words[sent_ptr[d]:sent_ptr[d + 1]]
     n = w.shape[0]
     m = n + 1
-    chart = np.empty((m, m, G.n_sym))
-    scale = np.empty((m, m))
-    ynode = np.empty((m, m), np.int32)
+    chart, scale, ynode = new_chart(G, n)
     logz = inside_weighted(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, 1.0, V.lw)
     if logz == NEG_INF:
         status[b] = UNPARSEABLE
@@ -139,8 +137,8 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
         d = batch[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
         records = rec_ptr[pos + 1] - rec_ptr[pos]
-        if not room_ok(S, records, records, n * (n + 1) // 2 + 1):
-            need[0], need[1], need[2] = records, records, n * (n + 1) // 2 + 1
+        if not room_ok(S, records, records, trie_need(G, n)):
+            need[0], need[1], need[2] = records, records, trie_need(G, n)
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         r = rec_ptr[pos]
@@ -253,15 +251,13 @@ def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats, need):
             pos += 1
             continue
         n = yield_terms(S, S.tab_yield[k], terms)
-        if not room_ok(S, rec.shape[0], rec.shape[0], n * (n + 1) // 2 + 1):
-            need[0], need[1], need[2] = rec.shape[0], rec.shape[0], n * (n + 1) // 2 + 1
+        if not room_ok(S, rec.shape[0], rec.shape[0], trie_need(G, n)):
+            need[0], need[1], need[2] = rec.shape[0], rec.shape[0], trie_need(G, n)
             return pos
         ad = S.tab_adaptor[k]
         A = G.adaptor_nt[ad]
         m = n + 1
-        chart = np.empty((m, m, G.n_sym))
-        scale = np.empty((m, m))
-        ynode = np.empty((m, m), np.int32)
+        chart, scale, ynode = new_chart(G, n)
         stats[2] += 1
         if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, 1.0, V.lw) == NEG_INF:
             pos += 1

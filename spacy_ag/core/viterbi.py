@@ -12,8 +12,8 @@ import numpy as np
 from numba import njit
 
 from .analyses import log_new_table, table_weight, theta_hat
-from .chart import span_yields
-from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO
+from .chart import allowed, column, new_chart, span_yields, split_bounds
+from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO, NO_SPAN_LIMIT
 from .segmentation import mark_words
 from .state import OPEN
 
@@ -24,16 +24,21 @@ ITEM_TERM, ITEM_RULE, ITEM_TABLE = 0, 1, 2
 
 @njit(cache=True)
 def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
-    """Fill vchart[i, j, X] = best log weight; return the best log weight of the start symbol.
+    """Fill vchart[i, column(i, j), X] = best log weight (a banded chart, as in `chart`);
+    return the best log weight of the start symbol.
 
     lrho[r] and ltab[k] are the log weights of rule r and of reusing table k in G'.
     """
     n_bin = G.bin_parent.shape[0]
+    sym_span, sym_suffix = G.sym_span, G.sym_suffix
+    width = vchart.shape[1] - 2
     span_yields(S, words, n, G.n_term, ynode)
     for length in range(1, n + 1):
-        for i in range(0, n - length + 1):
+        for i in range(0 if length <= width else n - length, n - length + 1):
             j = i + length
-            cell = vchart[i, j]
+            c = column(i, j, width)
+            at_end = j == n
+            cell = vchart[i, c]
             cell[:] = NEG_INF
             if length == 1:
                 t = words[i]
@@ -45,9 +50,13 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
                         if v > cell[X]:
                             cell[X] = v
             else:
-                for s in range(i + 1, j):
-                    left = vchart[i, s]
-                    right = vchart[s, j]
+                if at_end:
+                    lo, hi = split_bounds(i, j, n, width, G.left_span, NO_SPAN_LIMIT)
+                else:
+                    lo, hi = split_bounds(i, j, n, width, G.inner_left_span, G.inner_right_span)
+                for s in range(lo, hi + 1):
+                    left = vchart[i, s - i]
+                    right = vchart[s, column(s, j, width)]
                     for q in range(n_bin):
                         lv = left[G.bin_left[q]]
                         if lv == NEG_INF:
@@ -60,7 +69,7 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
                         X = G.bin_parent[q]
                         if v > cell[X]:
                             cell[X] = v
-            y = ynode[i, j]
+            y = ynode[i, c]
             if y >= 0:
                 k = S.trie_head[y]
                 while k >= 0:
@@ -69,32 +78,37 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
                     if v > cell[X]:
                         cell[X] = v
                     k = S.tab_next[k]
+            for x in range(G.n_sym):
+                if not allowed(sym_span, sym_suffix, x, length, at_end):
+                    cell[x] = NEG_INF
             for q in range(G.un_parent.shape[0]):
-                c = cell[G.un_child[q]]
-                if c == NEG_INF:
-                    continue
-                v = lrho[G.un_rule[q]] + c
+                child = cell[G.un_child[q]]
                 X = G.un_parent[q]
+                if child == NEG_INF or not allowed(sym_span, sym_suffix, X, length, at_end):
+                    continue
+                v = lrho[G.un_rule[q]] + child
                 if v > cell[X]:
                     cell[X] = v
-    return vchart[0, n, G.start]
+    return vchart[0, column(0, n, width), G.start]
 
 
 @njit(cache=True)
-def _best_option(G, S, words, lrho, ltab, vchart, ynode, X, i, j):
-    """Re-find the option that gave vchart[i, j, X]: (kind, index, split)."""
-    target = vchart[i, j, X]
+def _best_option(G, S, words, n, lrho, ltab, vchart, ynode, X, i, j):
+    """Re-find the option that gave the best weight of (X, i, j): (kind, index, split)."""
+    width = vchart.shape[1] - 2
+    c = column(i, j, width)
+    target = vchart[i, c, X]
     tol = 1e-9 * max(1.0, abs(target))
     ad = G.sym_adaptor[X]
-    if ad >= 0 and ynode[i, j] >= 0:
-        k = S.trie_head[ynode[i, j]]
+    if ad >= 0 and ynode[i, c] >= 0:
+        k = S.trie_head[ynode[i, c]]
         while k >= 0:
             if S.tab_adaptor[k] == ad and abs(ltab[k] - target) <= tol:
                 return 0, k, -1
             k = S.tab_next[k]
     for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
         q = G.un_by_parent[p]
-        if abs(lrho[G.un_rule[q]] + vchart[i, j, G.un_child[q]] - target) <= tol:
+        if abs(lrho[G.un_rule[q]] + vchart[i, c, G.un_child[q]] - target) <= tol:
             return 1, q, -1
     if j - i == 1 and words[i] >= 0:
         t = words[i]
@@ -105,8 +119,10 @@ def _best_option(G, S, words, lrho, ltab, vchart, ynode, X, i, j):
     for q in range(G.bin_ptr[X], G.bin_ptr[X + 1]):
         r = G.bin_rule[q]
         lw = 0.0 if r < 0 else lrho[r]
-        for s in range(i + 1, j):
-            v = lw + vchart[i, s, G.bin_left[q]] + vchart[s, j, G.bin_right[q]]
+        L, R = G.bin_left[q], G.bin_right[q]
+        lo, hi = split_bounds(i, j, n, width, G.sym_span[L], G.sym_span[R])
+        for s in range(lo, hi + 1):
+            v = lw + vchart[i, s - i, L] + vchart[s, column(s, j, width), R]
             if abs(v - target) <= tol:
                 return 3, q, s
     return -1, -1, -1
@@ -119,7 +135,8 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
     Returns the number of items (preorder), or -1 if there is no parse.
     Intermediate and pseudo symbols are flattened away.
     """
-    if vchart[0, n, G.start] == NEG_INF:
+    width = vchart.shape[1] - 2
+    if vchart[0, column(0, n, width), G.start] == NEG_INF:
         return -1
     n_items = 0
     tasks[0, 0] = G.start
@@ -140,7 +157,7 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
             items[me, 0] = ITEM_TERM
             items[me, 2] = words[i]
             continue
-        kind, q, s = _best_option(G, S, words, lrho, ltab, vchart, ynode, X, i, j)
+        kind, q, s = _best_option(G, S, words, n, lrho, ltab, vchart, ynode, X, i, j)
         if kind == 0:
             items[me, 0] = ITEM_TABLE
             items[me, 2] = q
@@ -167,11 +184,11 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
             while G.sym_kind[cur] == KIND_INTERMEDIATE:
                 q2 = G.sym_bin[cur]
                 L2, R2 = G.bin_left[q2], G.bin_right[q2]
-                target = vchart[i, end, cur]
+                target = vchart[i, end - i, cur]  # an intermediate is a left child: in the band
                 tol = 1e-9 * max(1.0, abs(target))
                 s2 = -1
-                for s3 in range(i + 1, end):
-                    if abs(vchart[i, s3, L2] + vchart[s3, end, R2] - target) <= tol:
+                for s3 in range(max(i + 1, end - G.sym_span[R2]), min(end - 1, i + G.sym_span[L2]) + 1):
+                    if abs(vchart[i, s3 - i, L2] + vchart[s3, end - s3, R2] - target) <= tol:
                         s2 = s3
                         break
                 n_tasks = _push(tasks, n_tasks, R2, s2, end, me)
@@ -218,8 +235,7 @@ def segment_batch(G, S, words, ptr, lrho, ltab, seg_sym, marks, scores):
     max_n = 1
     for d in range(ptr.shape[0] - 1):
         max_n = max(max_n, ptr[d + 1] - ptr[d])
-    vchart = np.empty((max_n + 1, max_n + 1, G.n_sym))
-    ynode = np.full((max_n + 1, max_n + 1), -1, np.int32)
+    vchart, _, ynode = new_chart(G, max_n)
     items = np.empty((8 * max_n * (G.n_sym + 2) + 8, 6), np.int64)
     tasks = np.empty((8 * max_n * (G.n_sym + 2) + 8, 4), np.int64)
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int64)

@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 from .checks import corpus_alphabet, has_corpus_class, require_expanded, validate
 from .reader import detect_format, expand_corpus_class, parse_grammar_text, read_grammar
-from .rules import CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule
+from .rules import CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule, with_max_span
 from .writer import write_pycfg
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "read_grammar",
     "require_expanded",
     "validate",
+    "with_max_span",
     "write_pycfg",
 ]
 

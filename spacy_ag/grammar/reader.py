@@ -393,6 +393,9 @@ def _parse_directive(line: Line, tokens: List[str]) -> _Directive:
     if not settings:
         raise line.error(f"directive for {tokens[1]} sets nothing; write {example}")
     _check_a_b(line, settings.get("a"), settings.get("b"), adapted=True)
+    span = settings.get("max_span")
+    if span is not None and not (span >= 1 and float(span).is_integer()):
+        raise line.error(f"max_span={span:g}: the longest yield must be a whole number of terminals, at least 1")
     return _Directive(line, tokens[1], settings)
 
 

@@ -102,3 +102,13 @@ class Grammar:
             return grammar.start, rules, grammar.adaptors
 
         return key(self) == key(other)
+
+
+def with_max_span(grammar: Grammar, span: int) -> Grammar:
+    """The grammar with `max_span = span` on every adapted nonterminal that has none
+    (the grammar itself if all have one)."""
+    if all("max_span" in adaptor.options for adaptor in grammar.adaptors.values()):
+        return grammar
+    adaptors = {symbol: Adaptor(adaptor.a, adaptor.b, {"max_span": float(span), **adaptor.options})
+                for symbol, adaptor in grammar.adaptors.items()}
+    return Grammar(grammar.start, list(grammar.rules), adaptors, grammar.path)
