@@ -2,6 +2,7 @@
 
     python benchmarks/sweeps.py --data ../shared/data/brent/br-phono.txt --sweeps 10 --json out/sweeps.json
     python benchmarks/sweeps.py --grammars unigram --sweeps 2 --pycfg /work/pycfg/py-cfg
+    python benchmarks/sweeps.py --before /tmp/old-checkout --json out/sweeps.json   # also an older checkout
 
 Why: the speed targets in compare_pycfg.py are ratios to py-cfg timings taken
 once, by hand. This times both engines in the same run on the same machine,
@@ -21,6 +22,9 @@ How, for each grammar:
   user CPU time; we time each line as it comes in. Wall (and CPU) seconds per
   sweep are differences between consecutive lines, median over sweeps; start-up,
   reading and initialisation all come before the first line.
+* --before DIR: an older checkout of spacy-ag, timed the same way in a child
+  process (its spacy_ag and configs), just before ours, for a before/after
+  figure from the same run.
 * ratio: ours / py-cfg, by median wall seconds. `cpu_fraction` (CPU / wall over
   the sweeps) well below 1 means the machine was busy and the wall times are
   too high.
@@ -59,11 +63,11 @@ GRAMMARS = {
 PYCFG_FLAGS = "-D -E -w 1 -R -1 -e 1 -f 1 -g 10 -h 0.1 -a 0.0001 -b 10000".split()
 
 
-def time_ours(name: str, data: str, lines: list, sweeps: int, seed: int) -> dict:
+def time_ours(name: str, data: str, lines: list, sweeps: int, seed: int, code: Path) -> dict:
     from spacy_ag.config import build_model, load_training_config
     from spacy_ag.corpus import read_corpus
 
-    cfg = load_training_config(ROOT / "configs" / GRAMMARS[name][0])
+    cfg = load_training_config(code / "configs" / GRAMMARS[name][0])
     started = time.perf_counter()
     build_model(cfg).fit([l.replace(" ", "") for l in lines[:50]], iterations=3, seed=seed)
     warm_up = time.perf_counter() - started
@@ -82,6 +86,17 @@ def time_ours(name: str, data: str, lines: list, sweeps: int, seed: int) -> dict
         "cpu_fraction": (marks[-1][1] - marks[0][1]) / (marks[-1][0] - marks[0][0]),
         "config": str(cfg.config_path),
     }
+
+
+def time_checkout(code: str, name: str, args) -> dict:
+    """`time_ours` for another checkout, in a child process that imports its spacy_ag."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "before.json"
+        subprocess.run([sys.executable, __file__, "--code", code, "--grammars", name, "--pycfg", "/nonexistent",
+                        "--sweeps", str(args.sweeps), "--seed", str(args.seed), "--data", args.data,
+                        "--json", str(out)], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"] + "-before"})
+        return json.loads(out.read_text())["grammars"][name]["ours"]
 
 
 def time_pycfg(binary: str, grammar: Path, text: str, sweeps: int, seed: int) -> dict:
@@ -133,6 +148,8 @@ def main() -> None:
     p.add_argument("--pycfg", default="/work/pycfg/py-cfg", help="py-cfg binary (missing: ours only)")
     p.add_argument("--pycfg-grammars", default=str(SHARED / "design/reference-grammars"),
                    help="folder of the py-cfg reference grammars")
+    p.add_argument("--before", help="an older spacy-ag checkout to time as well")
+    p.add_argument("--code", default=str(ROOT), help=argparse.SUPPRESS)  # the checkout timed as ours
     p.add_argument("--json", help="write the results here")
     args = p.parse_args()
     names = [g.strip() for g in args.grammars.split(",") if g.strip()]
@@ -142,7 +159,8 @@ def main() -> None:
         p.error("--sweeps must be at least 2 and --seed at least 1 (py-cfg reads -r 0 as 'seed from the clock')")
     # before numba is imported: a cache that lasts between runs, outside the repository
     os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(tempfile.gettempdir()) / "spacy-ag-sweeps-numba"))
-    sys.path.insert(0, str(ROOT))
+    code = Path(args.code).resolve()
+    sys.path.insert(0, str(code))
     info = machine()  # the load average before this run
 
     have_pycfg = os.access(args.pycfg, os.X_OK)
@@ -161,12 +179,17 @@ def main() -> None:
         text.write("".join(" ".join(l.replace(" ", "")) + "\n" for l in lines))
         text.flush()
         for name in names:
-            ours = time_ours(name, args.data, lines, args.sweeps, args.seed)
+            before = time_checkout(args.before, name, args) if args.before else None
+            ours = time_ours(name, args.data, lines, args.sweeps, args.seed, code)
             theirs = (time_pycfg(args.pycfg, Path(args.pycfg_grammars) / GRAMMARS[name][1], text.name,
                                  args.sweeps, args.seed) if have_pycfg else None)
             ratio = theirs and ours["seconds_per_sweep"] / theirs["seconds_per_sweep"]
             results[name] = {"ours": ours, "py_cfg": theirs, "ratio_ours_to_py_cfg": ratio}
-            print(f"{name:<11} ours {ours['seconds_per_sweep']:.3f} s/sweep"
+            if before:
+                results[name].update(before=before, ratio_before_to_py_cfg=theirs and (
+                    before["seconds_per_sweep"] / theirs["seconds_per_sweep"]))
+            print(f"{name:<11} " + (f"before {before['seconds_per_sweep']:.3f}   " if before else "")
+                  + f"ours {ours['seconds_per_sweep']:.3f} s/sweep"
                   + (f"   py-cfg {theirs['seconds_per_sweep']:.3f} s/sweep   ours/py-cfg {ratio:.2f}"
                      f"   (cpu fraction ours {ours['cpu_fraction']:.2f}, py-cfg {theirs['cpu_fraction']:.2f})"
                      if theirs else "   py-cfg not run"), flush=True)
@@ -174,6 +197,7 @@ def main() -> None:
     out = {
         "command": shlex.join([sys.executable, *sys.argv]),
         "data": args.data, "sentences": len(lines), "sweeps": args.sweeps, "seed": args.seed,
+        "code": str(code), "before": args.before,
         "machine": info,
         "py_cfg": {"binary": args.pycfg, "version": version, "flags": PYCFG_FLAGS,
                    "grammars": args.pycfg_grammars} if have_pycfg

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from .core.chain import UnparseableSentence, pack_corpus
-from .core.chart import chart_width, new_chart
+from .core.chart import chart_width, new_viterbi_chart
 from .core.compiled import CompiledGrammar
 from .core.grammatons import Variational, new_variational
 from .core.online import OnlineLearner
@@ -514,7 +514,7 @@ class AdaptorGrammar:
                 out.append(None)
                 continue
             self._require_chart_room(n)
-            vchart, _, ynode = new_chart(G, n)
+            vchart, ynode = new_viterbi_chart(G, n)
             if viterbi_chart(G, S, ids, n, lrho, ltab, vchart, ynode) == -np.inf:
                 out.append(None)
                 continue

@@ -66,6 +66,13 @@ def new_chart(G, n):
 
 
 @njit(cache=True)
+def new_viterbi_chart(G, n):
+    """(vchart, ynode) for the Viterbi pass over texts of up to n terminals, which needs no scale."""
+    width = chart_width(G, n)
+    return np.zeros((n + 1, width + 2, G.n_sym)), np.full((n + 1, width + 2), -1, np.int32)
+
+
+@njit(cache=True)
 def trie_need(G, n):
     """Most trie nodes one text of n terminals can add: one per span the band holds."""
     w = chart_width(G, n)
@@ -232,13 +239,21 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                         if cache[ad] > 0.0:
                             cell[G.adaptor_nt[ad]] += math.ldexp(cache[ad], -kn)
                     kc = kn
-            for x in range(n_sym):
-                if not allowed(sym_span, sym_suffix, x, length, at_end):
+            # symbols that may not cover this span (most cells need none of this)
+            masking = length > G.mask_span
+            if masking:
+                for x in range(n_sym):
+                    if length > sym_span[x]:
+                        cell[x] = 0.0
+            if not at_end:
+                masking = masking or G.suffix_syms.shape[0] > 0
+                for x in G.suffix_syms:
                     cell[x] = 0.0
             # unary closure, children first
             for q in range(G.un_parent.shape[0]):
                 v = cell[G.un_child[q]]
-                if v != 0.0 and allowed(sym_span, sym_suffix, G.un_parent[q], length, at_end):
+                if v != 0.0 and (not masking
+                                 or allowed(sym_span, sym_suffix, G.un_parent[q], length, at_end)):
                     cell[G.un_parent[q]] += rho[G.un_rule[q]] * v
             m = 0.0
             for x in range(n_sym):

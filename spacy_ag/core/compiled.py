@@ -71,6 +71,8 @@ GrammarArrays = namedtuple(
         "left_span",  # longest left child of any binary rule
         "inner_left_span",  # the same over rules whose parent is not suffix-only
         "inner_right_span",  # longest right child over rules whose parent is not suffix-only
+        "mask_span",  # the shortest span past which some symbol's rules would build more than its span
+        "suffix_syms",  # the suffix-only symbols
     ],
 )
 
@@ -194,10 +196,10 @@ class CompiledGrammar:
         def col(rows, k, dtype=np.int32):
             return np.array([row[k] for row in rows], dtype=dtype)
 
-        spans = symbol_spans(n_sym, nt_index[g.start], lex, unary, binary,
-                             {nt_index[s]: int(a.options["max_span"]) for s, a in g.adaptors.items()
-                              if "max_span" in a.options})
-        limits = span_limits(spans, binary, [int(s) for s in adaptor_nt])
+        spans, built = symbol_spans(n_sym, nt_index[g.start], lex, unary, binary,
+                                    {nt_index[s]: int(a.options["max_span"]) for s, a in g.adaptors.items()
+                                     if "max_span" in a.options})
+        limits = span_limits(spans, built, binary, [int(s) for s in adaptor_nt])
 
         arrays = GrammarArrays(
             n_nt=n_nt,
@@ -302,9 +304,10 @@ class CompiledGrammar:
         return a, b
 
 
-def symbol_spans(n_sym: int, start: int, lex, unary, binary, limits: Dict[int, int]) -> List[int]:
+def symbol_spans(n_sym: int, start: int, lex, unary, binary, limits: Dict[int, int]):
     """The longest yield of every chart symbol: the least of what its parents allow
-    (`limits` caps some symbols) and what its rules can build; NO_SPAN_LIMIT if unbounded."""
+    (`limits` caps some symbols) and what its rules can build; NO_SPAN_LIMIT if unbounded.
+    Also returns what the rules alone can build."""
     # from above: least fixed point of span(child) = min(limit, max over parents)
     down = [0] * n_sym
     down[start] = limits.get(start, NO_SPAN_LIMIT)
@@ -336,12 +339,16 @@ def symbol_spans(n_sym: int, start: int, lex, unary, binary, limits: Dict[int, i
         if round_ >= n_sym:
             for x in grown:
                 up[x] = NO_SPAN_LIMIT
-    return [min(d, u) for d, u in zip(down, up)]
+    return [min(d, u) for d, u in zip(down, up)], up
 
 
-def span_limits(spans: List[int], binary, adapted: List[int]) -> Dict[str, object]:
+def span_limits(spans: List[int], built: List[int], binary, adapted: List[int]) -> Dict[str, object]:
     """The chart's shape: banded when every adapted symbol is bounded and no unbounded
-    symbol is a left child (then unbounded symbols only cover suffixes of the text)."""
+    symbol is a left child (then unbounded symbols only cover suffixes of the text).
+
+    Only a symbol whose rules build longer spans than it may cover needs its chart cells
+    set to 0; `mask_span` is the shortest length at which that can happen, so the passes
+    skip the masking below it (in Brent, always)."""
     unbounded = [s >= NO_SPAN_LIMIT for s in spans]
     banded = (not any(unbounded[a] for a in adapted)
               and not any(unbounded[l] for _, l, _, _ in binary))
@@ -354,4 +361,6 @@ def span_limits(spans: List[int], binary, adapted: List[int]) -> Dict[str, objec
         left_span=max((spans[l] for _, l, _, _ in binary), default=0),
         inner_left_span=max((spans[l] for l, _ in inner), default=0),
         inner_right_span=max((spans[r] for _, r in inner), default=0),
+        mask_span=min((s for s, b in zip(spans, built) if s < b), default=NO_SPAN_LIMIT),
+        suffix_syms=np.array([x for x, f in enumerate(suffix) if f], dtype=np.int32),
     )

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from .analyses import log_new_table, table_weight, theta_hat
-from .chart import allowed, column, new_chart, span_yields, split_bounds
+from .chart import allowed, column, new_viterbi_chart, span_yields, split_bounds
 from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO, NO_SPAN_LIMIT
 from .segmentation import mark_words
 from .state import OPEN
@@ -78,13 +78,20 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
                     if v > cell[X]:
                         cell[X] = v
                     k = S.tab_next[k]
-            for x in range(G.n_sym):
-                if not allowed(sym_span, sym_suffix, x, length, at_end):
+            # symbols that may not cover this span (most cells need none of this)
+            masking = length > G.mask_span
+            if masking:
+                for x in range(G.n_sym):
+                    if length > sym_span[x]:
+                        cell[x] = NEG_INF
+            if not at_end:
+                masking = masking or G.suffix_syms.shape[0] > 0
+                for x in G.suffix_syms:
                     cell[x] = NEG_INF
             for q in range(G.un_parent.shape[0]):
                 child = cell[G.un_child[q]]
                 X = G.un_parent[q]
-                if child == NEG_INF or not allowed(sym_span, sym_suffix, X, length, at_end):
+                if child == NEG_INF or (masking and not allowed(sym_span, sym_suffix, X, length, at_end)):
                     continue
                 v = lrho[G.un_rule[q]] + child
                 if v > cell[X]:
@@ -235,7 +242,7 @@ def segment_batch(G, S, words, ptr, lrho, ltab, seg_sym, marks, scores):
     max_n = 1
     for d in range(ptr.shape[0] - 1):
         max_n = max(max_n, ptr[d + 1] - ptr[d])
-    vchart, _, ynode = new_chart(G, max_n)
+    vchart, ynode = new_viterbi_chart(G, max_n)
     items = np.empty((8 * max_n * (G.n_sym + 2) + 8, 6), np.int64)
     tasks = np.empty((8 * max_n * (G.n_sym + 2) + 8, 4), np.int64)
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int64)
