@@ -96,6 +96,22 @@ def allowed(sym_span, sym_suffix, X, length, at_end):
 
 
 @njit(cache=True, inline="always")
+def mask_cell(cell, sym_span, suffix_syms, mask_span, length, at_end, zero):
+    """Set to `zero` the symbols of a cell that may not cover its span; return whether the
+    unary closure must check its parents too. Most cells need none of this (on Brent, none)."""
+    masking = length > mask_span
+    if masking:
+        for x in range(cell.shape[0]):
+            if length > sym_span[x]:
+                cell[x] = zero
+    if not at_end and suffix_syms.shape[0] > 0:
+        masking = True
+        for x in suffix_syms:
+            cell[x] = zero
+    return masking
+
+
+@njit(cache=True, inline="always")
 def split_bounds(i, j, n, width, left_span, right_span):
     """First and last split s of span (i, j) whose parts (i, s) and (s, j) are stored and
     no longer than left_span and right_span."""
@@ -239,16 +255,7 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                         if cache[ad] > 0.0:
                             cell[G.adaptor_nt[ad]] += math.ldexp(cache[ad], -kn)
                     kc = kn
-            # symbols that may not cover this span (most cells need none of this)
-            masking = length > G.mask_span
-            if masking:
-                for x in range(n_sym):
-                    if length > sym_span[x]:
-                        cell[x] = 0.0
-            if not at_end:
-                masking = masking or G.suffix_syms.shape[0] > 0
-                for x in G.suffix_syms:
-                    cell[x] = 0.0
+            masking = mask_cell(cell, sym_span, G.suffix_syms, G.mask_span, length, at_end, 0.0)
             # unary closure, children first
             for q in range(G.un_parent.shape[0]):
                 v = cell[G.un_child[q]]

@@ -287,11 +287,6 @@ class CompiledGrammar:
         return np.array(sorted(range(len(adaptor_nt)), key=lambda i: (-counts[i], i)), dtype=np.int32)
 
     # ------------------------------------------------------------------
-    def chart_width(self, n: int) -> int:
-        """Band width of the chart of a text of n terminals (n for a full chart)."""
-        band = self.arrays.band
-        return min(n, band) if band > 0 else n
-
     def encode(self, terminals: Sequence[str]) -> np.ndarray:
         """Terminal ids of a sentence; -1 for a symbol the grammar does not know."""
         index = self.term_index

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from .analyses import log_new_table, table_weight, theta_hat
-from .chart import allowed, column, new_viterbi_chart, span_yields, split_bounds
+from .chart import allowed, column, mask_cell, new_viterbi_chart, span_yields, split_bounds
 from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO, NO_SPAN_LIMIT
 from .segmentation import mark_words
 from .state import OPEN
@@ -78,16 +78,7 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
                     if v > cell[X]:
                         cell[X] = v
                     k = S.tab_next[k]
-            # symbols that may not cover this span (most cells need none of this)
-            masking = length > G.mask_span
-            if masking:
-                for x in range(G.n_sym):
-                    if length > sym_span[x]:
-                        cell[x] = NEG_INF
-            if not at_end:
-                masking = masking or G.suffix_syms.shape[0] > 0
-                for x in G.suffix_syms:
-                    cell[x] = NEG_INF
+            masking = mask_cell(cell, sym_span, G.suffix_syms, G.mask_span, length, at_end, NEG_INF)
             for q in range(G.un_parent.shape[0]):
                 child = cell[G.un_child[q]]
                 X = G.un_parent[q]
