@@ -29,6 +29,39 @@ def core():
     return sys.modules[__name__]
 
 
+#: The unigram grammar over the corpus's characters (Word adapted with the default a and b).
+UNIGRAM = "1 1 Sentence --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n"
+
+
+def engine_config(iterations: int, checkpoint_every: int) -> str:
+    """An engine config over grammars/unigram.lt and ${paths.train}: batch initialisation, seed 0."""
+    return f"""\
+[paths]
+train = null
+gold = null
+output = null
+
+[grammar]
+path = "grammars/unigram.lt"
+default_a = 0.0001
+default_b = 10000
+segment_category = "Word"
+
+[corpus]
+path = ${{paths.train}}
+gold = false
+
+[sampler]
+init = "batch"
+
+[training]
+iterations = {iterations}
+seed = 0
+sample_every = 2
+checkpoint_every = {checkpoint_every}
+"""
+
+
 def assert_one_error_line(result, *fragments):
     """A CLI failure: exit code 1, one `✘` line on stderr naming every fragment, no traceback."""
     assert result.exit_code == 1, (result.exit_code, result.output)

@@ -20,7 +20,7 @@ from spacy_ag.cli import app
 from spacy_ag.config import SCHEMA, ConfigError, build_model, load_training_config, parse_overrides
 from spacy_ag.grammar import Grammar, expand_corpus_class, read_grammar, validate
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold, write_raw
-from conftest import assert_one_error_line
+from conftest import assert_one_error_line, engine_config
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -54,31 +54,7 @@ def data(tmp_path):
     (tmp_path / "grammars").mkdir()
     (tmp_path / "grammars" / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
     config = tmp_path / "tiny.cfg"
-    config.write_text("""\
-[paths]
-train = null
-gold = null
-output = null
-
-[grammar]
-path = "grammars/unigram.lt"
-default_a = 0.0001
-default_b = 10000
-segment_category = "Word"
-
-[corpus]
-path = ${paths.train}
-gold = false
-
-[sampler]
-init = "batch"
-
-[training]
-iterations = 8
-seed = 0
-sample_every = 2
-checkpoint_every = 5
-""", encoding="utf8")
+    config.write_text(engine_config(iterations=8, checkpoint_every=5), encoding="utf8")
     return {"dir": tmp_path, "config": config, "raw": tmp_path / "raw.txt", "gold": tmp_path / "gold.txt",
             "utterances": utterances}
 

@@ -15,9 +15,8 @@ from spacy_ag.grammar import GrammarError
 from spacy_ag.model import MAX_RUN_TERMINALS
 from spacy_ag.settings import AUTO_MAX_SPAN
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from conftest import assert_one_error_line
+from conftest import UNIGRAM, assert_one_error_line
 
-UNIGRAM = "1 1 Sentence --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n"
 # Sentence is a left child of itself: its spans are unbounded anywhere, so the chart stays full
 LEFT_RECURSIVE = ("1 1 Sentence --> Word\n1 1 Sentence --> Sentence Word\nWord --> Char+\n"
                   "1 1 Char --> [:corpus:]\n")

@@ -26,6 +26,7 @@ from spacy_ag.errors import TrainingLayerError
 from spacy_ag.serialize import read_npz
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
 from spacy_ag.train.lock import output_lock
+from conftest import UNIGRAM, engine_config
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; forks workers")
 
@@ -33,37 +34,6 @@ STARTUP_TIMEOUT = 300  # seconds until the first iterations (numba may compile t
 STOP_TIMEOUT = 60  # seconds for a signalled run to end: the workers stop within an iteration
 RUN_TIMEOUT = 300  # seconds for a whole (resumed) run
 GRACE = 10  # seconds for the processes of an ended run to disappear
-
-UNIGRAM = """\
-1 1 Sentence --> Word+
-Word --> Char+
-1 1 Char --> [:corpus:]
-"""
-CONFIG = """\
-[paths]
-train = null
-gold = null
-output = null
-
-[grammar]
-path = "grammars/unigram.lt"
-default_a = 0.0001
-default_b = 10000
-segment_category = "Word"
-
-[corpus]
-path = ${paths.train}
-gold = false
-
-[sampler]
-init = "batch"
-
-[training]
-iterations = 200
-seed = 0
-sample_every = 2
-checkpoint_every = 1000
-"""
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +44,7 @@ def engine(tmp_path_factory):
     write_raw(folder / "raw.txt", generate_corpus(lexicon, 400, mean_words=3, seed=2))
     (folder / "grammars").mkdir()
     (folder / "grammars" / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
-    (folder / "e.cfg").write_text(CONFIG, encoding="utf8")
+    (folder / "e.cfg").write_text(engine_config(iterations=200, checkpoint_every=1000), encoding="utf8")
     return folder
 
 

@@ -22,7 +22,7 @@ import spacy
 from spacy.training import Example
 from typer.testing import CliRunner
 
-from conftest import assert_one_error_line
+from conftest import UNIGRAM, assert_one_error_line
 from spacy_ag.cli import app
 from spacy_ag.corpus import iter_lines, read_corpus
 from spacy_ag.errors import TextError
@@ -33,7 +33,6 @@ from spacy_ag.text_units import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-UNIGRAM = "1 1 Sentence --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n"
 
 NFC = unicodedata.normalize("NFC", "tiếng Việt")
 NFD = unicodedata.normalize("NFD", "tiếng Việt")

@@ -5,8 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +17,8 @@ from spacy_ag.cli import app
 from spacy_ag.errors import ConfigError, Errors, ModelFileError, SpacyAgError
 from spacy_ag.settings import ParserSettings, SamplerSettings, SegmenterSettings, SettingError, check, defaults
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
-from conftest import assert_one_error_line
+from conftest import UNIGRAM, assert_one_error_line
 
-UNIGRAM = "1 1 Sentence --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n"
 
 ENGINE = """\
 [paths]
