@@ -9,7 +9,7 @@ import itertools
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -25,8 +25,8 @@ from .core.viterbi import (
 from .corpus import Corpus, read_corpus
 from .evaluation import segmentation_scores
 from .grammar import (
-    Grammar, GrammarError, expand_corpus_class, has_corpus_class, parse_grammar_text, read_grammar,
-    with_max_span, write_pycfg,
+    Grammar, category_names, check_categories, expand_corpus_class, has_corpus_class, parse_grammar_text,
+    read_grammar, with_max_span, write_pycfg,
 )
 from .grammar.checks import uncovered_error
 from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
@@ -88,7 +88,8 @@ class AdaptorGrammar:
             raise ValueError(f"max_span must be a number of terminals, at least 1, got {max_span}")
         self.max_span = int(max_span)
         self.grammar = grammar
-        self.segment_category = segment_category
+        #: the segmentation category: one nonterminal or several joined by commas ("Word,FuncWord1")
+        self.segment_category = ",".join(check_categories(grammar, segment_category))
         self.mode = mode
         self.units = check_units(units)
         self.split_at = frozenset(split_at) if split_at else None
@@ -106,11 +107,17 @@ class AdaptorGrammar:
         self.trace: List[Dict] = []
         self.training_corpus: Optional[Corpus] = None
         self.marginals: Optional[MarginalCounts] = None
-        if segment_category not in grammar.nonterminals:
-            raise GrammarError(f"segmentation category {segment_category!r} is not a nonterminal of the "
-                               f"grammar; choose one of {', '.join(grammar.nonterminals)}", grammar.path)
         if not has_corpus_class(grammar):
             self.compiled = CompiledGrammar(grammar)
+
+    @property
+    def segment_categories(self) -> Tuple[str, ...]:
+        return category_names(self.segment_category)
+
+    def _segment_mask(self, category: Optional[str] = None) -> np.ndarray:
+        """The symbols whose outermost nodes are words: `category` (names, commas allowed) or the model's."""
+        names = check_categories(self.grammar, category) if category else self.segment_categories
+        return self.compiled.symbol_mask(names)
 
     # ------------------------------------------------------------------ training
     def read_corpus(self, corpus: Union[Corpus, PathLike, Sequence[str]]) -> Corpus:
@@ -164,11 +171,11 @@ class AdaptorGrammar:
                                     eval_every=eval_every, eval_at=tuple(eval_at), workers=workers)
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
-        seg_sym = compiled.nt_index[self.segment_category]
+        seg_mask = self._segment_mask()
         jobs = []
         for c in range(chains):
             ckpt = str(Path(checkpoint_dir) / f"chain-{c}.npz") if checkpoint_dir else None
-            jobs.append(ChainJob(compiled, words, sent_ptr, self.sampler, training, c, seg_sym,
+            jobs.append(ChainJob(compiled, words, sent_ptr, self.sampler, training, c, seg_mask,
                                  fingerprint, ckpt, resume, list(gold) if gold else None,
                                  corpus.sentences if gold else None))
         try:
@@ -222,12 +229,12 @@ class AdaptorGrammar:
             learner = OnlineLearner(compiled, settings, seed, state=state, variational=V, progress=meta["progress"])
         else:
             learner = self._learner(settings, seed)
-        seg_sym = compiled.nt_index[self.segment_category]
+        seg_mask = self._segment_mask()
         evaluate = None
         if gold:
             def evaluate():
                 self._keep(learner)
-                pred = self._segment_packed(words, sent_ptr, corpus.sentences, seg_sym)
+                pred = self._segment_packed(words, sent_ptr, corpus.sentences, seg_mask)
                 scores = segmentation_scores(pred, gold)
                 return {"token_f": scores["token_f"], "boundary_f": scores["boundary_f"],
                         "lexicon_f": scores["type_f"]}
@@ -394,8 +401,7 @@ class AdaptorGrammar:
         corpus = self.training_corpus
         if self.variational is not None:
             words, ptr = self._pack(corpus.sentences, corpus.path)
-            seg_sym = self.compiled.nt_index[self.segment_category]
-            return corpus.reassemble(self._segment_packed(words, ptr, corpus.sentences, seg_sym))
+            return corpus.reassemble(self._segment_packed(words, ptr, corpus.sentences, self._segment_mask()))
         if self.marginals is None:
             raise RuntimeError("the model has not been fitted in this session")
         keys = self.marginals.best()
@@ -423,12 +429,12 @@ class AdaptorGrammar:
         self._weights_cache = (self.state, self.variational, (lrho, ltab))
         return lrho, ltab
 
-    def _segment_packed(self, words, ptr, sentences, seg_sym) -> List[List[str]]:
+    def _segment_packed(self, words, ptr, sentences, seg_mask) -> List[List[str]]:
         marks = np.zeros(len(words) + len(sentences), np.uint8)
         scores = np.zeros(len(sentences))
         lrho, ltab = self._weights()
         if len(sentences):
-            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_sym, marks, scores)
+            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
         out = []
         for d, sentence in enumerate(sentences):
             if scores[d] == -np.inf:
@@ -455,7 +461,7 @@ class AdaptorGrammar:
         """
         self._require_state()
         compiled = self.compiled
-        seg_sym = compiled.nt_index[category or self.segment_category]
+        seg_mask = self._segment_mask(category)
         texts = [text_units(t, self.units) if isinstance(t, str) and self.mode == "chars" else self._terminals(t)
                  for t in texts]
         chunks, plan = [], []
@@ -482,7 +488,7 @@ class AdaptorGrammar:
         scores = np.zeros(len(chunks))
         if chunks:
             lrho, ltab = self._weights()
-            segment_batch(compiled.arrays, self.state, words, ptr, lrho, ltab, seg_sym, marks, scores)
+            segment_batch(compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
         out = []
         for pieces in plan:
             result = []
@@ -572,7 +578,7 @@ class AdaptorGrammar:
         """Cached subtrees of an adapted nonterminal, most customers first (the learned units)."""
         self._require_state()
         S, names = self.state, self.compiled.adapted
-        category = category or self.segment_category
+        category = category or self.segment_categories[0]
         if category not in names:
             raise ValueError(f"{category!r} is not adapted; adapted: {', '.join(names)}")
         ad = names.index(category)

@@ -100,7 +100,7 @@ class ChainJob:
     sampler: SamplerSettings
     training: TrainingSettings
     chain_index: int
-    seg_sym: int
+    seg_mask: np.ndarray  # segmentation category: 1 per symbol of its set
     fingerprint: str
     checkpoint: Optional[str] = None
     resume: bool = False
@@ -264,7 +264,7 @@ def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopR
         keep = t.keeps_sample(it)
         evaluate = job.gold is not None and t.evaluates(it)
         if keep or evaluate:
-            keys = chain.segmentation_keys(job.seg_sym)
+            keys = chain.segmentation_keys(job.seg_mask)
             if keep:
                 marginals.add(keys)
             if evaluate:
@@ -538,7 +538,7 @@ def _warm_up(job: ChainJob) -> None:
     chain = Chain(job.compiled, words, sent_ptr, job.sampler, 0)
     chain.initialize()
     chain.step()
-    chain.segmentation_keys(job.seg_sym)
+    chain.segmentation_keys(job.seg_mask)
 
 
 def run_chains(jobs: List[ChainJob], workers: int, callback: Optional[TraceCallback]) -> List[ChainResult]:

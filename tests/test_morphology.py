@@ -187,6 +187,35 @@ def test_predicted_file_forms_and_word_lists(tmp_path):
     assert word_units(["a", "b", "a"], "types") == ["a", "b"]
 
 
+# made-up words in the Morpho Challenge 2010 Finnish file's form: Latin-1, and `\:` for a colon of the word
+LATIN1_GOLD = ("k\u00e4velij\u00e4ll\u00e4\tk\u00e4veli:k\u00e4vell\u00e4_V j\u00e4:+AGT ll\u00e4:+ADE\n"
+               "py\u00f6r\u00e4t\tpy\u00f6r\u00e4:py\u00f6r\u00e4_N t:+PL, py\u00f6r\u00e4t:py\u00f6r\u00e4t_N\n"
+               "abc:n\tabc\\::abc n:+GEN\n")
+
+
+def test_latin1_gold_and_escaped_colons(tmp_path):
+    path = tmp_path / "gold.fin"
+    path.write_bytes(LATIN1_GOLD.encode("latin-1"))
+    with pytest.raises(UnicodeDecodeError):
+        path.read_bytes().decode("utf-8")  # the test file is really not UTF-8
+    gold = read_gold_segmentation(path)
+    assert gold == {"k\u00e4velij\u00e4ll\u00e4": [["k\u00e4veli", "j\u00e4", "ll\u00e4"]],
+                    "py\u00f6r\u00e4t": [["py\u00f6r\u00e4", "t"], ["py\u00f6r\u00e4t"]],
+                    "abc:n": [["abc:", "n"]]}
+    assert read_gold_segmentation(path, encoding="latin-1") == gold
+    assert read_words(path) == list(gold)
+    # the same text in UTF-8 reads the same; forcing UTF-8 on Latin-1 bytes is one line naming the line
+    utf8 = tmp_path / "gold-utf8.fin"
+    utf8.write_text(LATIN1_GOLD, encoding="utf8")
+    assert read_gold_segmentation(utf8) == gold
+    with pytest.raises(Exception, match=r"gold.fin:1"):
+        read_gold_segmentation(path, encoding="utf-8")
+    pred = tmp_path / "pred.fin"
+    pred.write_bytes("k\u00e4veli+j\u00e4+ll\u00e4\npy\u00f6r\u00e4t\nabc:+n\n".encode("latin-1"))
+    scores = morph_boundary_scores(read_predicted_segmentation(pred), gold)
+    assert (scores["n_correct_boundaries"], scores["n_gold_boundaries"]) == (3, 3)
+
+
 # ---------------------------------------------------------------- the spaCy component
 
 

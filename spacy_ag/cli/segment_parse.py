@@ -108,7 +108,8 @@ def segment_cli(
     input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one utterance per line; - for stdin"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
     category: Optional[str] = typer.Option(None, "--category", "-c",
-                                           help="Segmentation category (default: the model's, e.g. Word)"),
+                                           help="Segmentation category (default: the model's, e.g. Word); several "
+                                                "joined by commas, e.g. Word,FuncWord1,FuncWord2,FuncWord3"),
     batch_size: int = typer.Option(1000, "--batch-size", help="Lines segmented per call", min=1),
     level: Optional[str] = typer.Option(None, "--level", "-l",
                                         help="Morph nonterminals, e.g. Stem,Suffix: print each word of a "
@@ -124,9 +125,10 @@ def segment_cli(
     from ..text_units import check_text
 
     model = _load_model(model_path)
-    if category is not None and category not in model.grammar.nonterminals:
-        raise ValueError(f"--category {category!r} is not a nonterminal of the model's grammar; choose one of "
-                         + ", ".join(model.grammar.nonterminals))
+    if category is not None:
+        from ..grammar import check_categories
+
+        check_categories(model.grammar, category, "--category")
     if level is not None:
         _segment_levels(model, input_path, output, level, batch_size)
         return

@@ -211,11 +211,9 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
 
     def _set_model(self, model) -> None:
         if model is not None:
-            category = self.cfg["segment_category"]
-            if category not in model.compiled.nt_index:
-                raise ValueError(f"the model has no nonterminal {category!r} (segment_category); "
-                                 f"it has {', '.join(model.compiled.nonterminals)}")
-            model.segment_category = category
+            from ..grammar import check_categories
+
+            model.segment_category = ",".join(check_categories(model.grammar, self.cfg["segment_category"]))
             model.split_at = self.boundary or None
         self.model = model
 

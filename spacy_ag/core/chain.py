@@ -151,13 +151,13 @@ class Chain:
         }
 
     # ------------------------------------------------------------------
-    def boundary_marks(self, seg_sym: int) -> np.ndarray:
+    def boundary_marks(self, seg_mask: np.ndarray) -> np.ndarray:
         marks = np.zeros(int(self.sent_ptr[-1]) + self.n_sentences, np.uint8)
-        corpus_marks(self.state, self.sent_ptr, seg_sym, marks)
+        corpus_marks(self.state, self.sent_ptr, seg_mask, marks)
         return marks
 
-    def segmentation_keys(self, seg_sym: int) -> List[bytes]:
+    def segmentation_keys(self, seg_mask: np.ndarray) -> List[bytes]:
         """One hashable key per sentence: its boundary marks."""
-        marks = self.boundary_marks(seg_sym)
+        marks = self.boundary_marks(seg_mask)
         ptr = self.sent_ptr
         return [marks[ptr[d] + d: ptr[d + 1] + d + 1].tobytes() for d in range(self.n_sentences)]

@@ -287,6 +287,13 @@ class CompiledGrammar:
         return np.array(sorted(range(len(adaptor_nt)), key=lambda i: (-counts[i], i)), dtype=np.int32)
 
     # ------------------------------------------------------------------
+    def symbol_mask(self, names: Sequence[str]) -> np.ndarray:
+        """uint8 per chart symbol, 1 for the named nonterminals (a segmentation category's set)."""
+        mask = np.zeros(self.arrays.n_sym, np.uint8)
+        for name in names:
+            mask[self.nt_index[name]] = 1
+        return mask
+
     def encode(self, terminals: Sequence[str]) -> np.ndarray:
         """Terminal ids of a sentence; -1 for a symbol the grammar does not know."""
         index = self.term_index

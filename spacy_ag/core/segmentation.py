@@ -1,6 +1,8 @@
 """Reading segmentations off analyses (docs/algorithms.md 5.1).
 
-Words are the yields of the outermost nodes of the segmentation category;
+Words are the yields of the outermost nodes of the segmentation category, a
+set of symbols given as a mask (`seg_mask[X] == 1`: Word, and with function
+words FuncWord1-3 too);
 characters covered by no such node become one-character words. A
 segmentation is written as boundary marks: marks[p] = 1 when a word starts at
 p (marks[0] and marks[n] are always 1).
@@ -12,7 +14,7 @@ from .state import TABLE, TERM
 
 
 @njit(cache=True)
-def mark_words(S, root, seg_sym, offset, marks, stack):
+def mark_words(S, root, seg_mask, offset, marks, stack):
     """Mark the word boundaries of the pool tree `root` laid at words[offset:]."""
     pos = offset
     inside = 0
@@ -34,7 +36,7 @@ def mark_words(S, root, seg_sym, offset, marks, stack):
                 marks[pos + 1] = 1
             pos += 1
             continue
-        if S.node_sym[x] == seg_sym:
+        if seg_mask[S.node_sym[x]]:
             if inside == 0:
                 marks[pos] = 1
             inside += 1
@@ -62,7 +64,7 @@ def mark_words(S, root, seg_sym, offset, marks, stack):
 
 
 @njit(cache=True)
-def corpus_marks(S, sent_ptr, seg_sym, marks):
+def corpus_marks(S, sent_ptr, seg_mask, marks):
     """Boundary marks of every sentence's current analysis.
 
     marks has one slot per character plus one per sentence (its end).
@@ -71,4 +73,4 @@ def corpus_marks(S, sent_ptr, seg_sym, marks):
     marks[:] = 0
     for d in range(sent_ptr.shape[0] - 1):
         offset = sent_ptr[d] + d
-        mark_words(S, S.sent_root[d], seg_sym, offset, marks, stack)
+        mark_words(S, S.sent_root[d], seg_mask, offset, marks, stack)

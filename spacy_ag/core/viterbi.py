@@ -224,7 +224,7 @@ def log_table_weights(S, ltab):
 
 
 @njit(cache=True)
-def segment_batch(G, S, words, ptr, lrho, ltab, seg_sym, marks, scores):
+def segment_batch(G, S, words, ptr, lrho, ltab, seg_mask, marks, scores):
     """Most probable segmentation of many texts in one call.
 
     marks gets one slot per terminal plus one per text (as corpus_marks);
@@ -254,11 +254,11 @@ def segment_batch(G, S, words, ptr, lrho, ltab, seg_sym, marks, scores):
                 continue
             kind = items[it, 0]
             j = items[it, 4]
-            if items[it, 1] == seg_sym or kind == ITEM_TERM:
+            if kind == ITEM_TERM or seg_mask[items[it, 1]]:
                 marks[offset + i] = 1
                 marks[offset + j] = 1
                 covered_to = j
             elif kind == ITEM_TABLE:
-                mark_words(S, S.tab_label[items[it, 2]], seg_sym, offset + i, marks, stack)
+                mark_words(S, S.tab_label[items[it, 2]], seg_mask, offset + i, marks, stack)
                 covered_to = j
     return 0

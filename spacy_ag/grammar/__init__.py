@@ -10,7 +10,8 @@ from typing import Any, Dict
 
 from .checks import corpus_alphabet, has_corpus_class, require_expanded, validate
 from .reader import detect_format, expand_corpus_class, parse_grammar_text, read_grammar
-from .rules import CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule, with_max_span
+from .rules import (CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule, category_names, check_categories,
+                    with_max_span)
 from .writer import write_pycfg
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "Grammar",
     "GrammarError",
     "Rule",
+    "category_names",
+    "check_categories",
     "corpus_alphabet",
     "describe",
     "detect_format",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import SpacyAgError
 
@@ -102,6 +102,29 @@ class Grammar:
             return grammar.start, rules, grammar.adaptors
 
         return key(self) == key(other)
+
+
+def category_names(spec: Union[str, Sequence[str]]) -> Tuple[str, ...]:
+    """The nonterminals of a segmentation category: one name, or several joined by commas
+    ("Word,FuncWord1"). A function word is a word, so a grammar with function words is
+    segmented at the set {Word, FuncWord1, ...}: the words are the yields of the outermost
+    nodes of any of them."""
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    out = tuple(dict.fromkeys(name.strip() for name in names if name.strip()))
+    if not out:
+        raise ValueError(f"segmentation category {spec!r} names no nonterminal")
+    return out
+
+
+def check_categories(grammar: "Grammar", spec: Union[str, Sequence[str]], what: str = "segmentation category"
+                     ) -> Tuple[str, ...]:
+    """`category_names(spec)`, each checked to be a nonterminal of the grammar."""
+    names = category_names(spec)
+    unknown = [name for name in names if name not in grammar.nonterminals]
+    if unknown:
+        raise GrammarError(f"{what} {', '.join(map(repr, unknown))} is not a nonterminal of the grammar; "
+                           f"choose among {', '.join(grammar.nonterminals)}", grammar.path)
+    return names
 
 
 def with_max_span(grammar: Grammar, span: int) -> Grammar:

@@ -51,23 +51,34 @@ def boundaries(morphs: Sequence[str]) -> Boundaries:
     return frozenset(s for s, _ in spans_from_words([m for m in morphs if m])[1:])
 
 
+def _surface(morph: str) -> str:
+    """The surface of ``surface:label``. A colon of the word itself is escaped as ``\\:``
+    (Finnish ``hyy\\::hyy`` is the surface ``hyy:``); a morph without an unescaped colon
+    after its first character is a bare surface."""
+    at = 1
+    while True:
+        at = morph.find(":", at)
+        if at < 0:
+            return morph.replace("\\:", ":")
+        if morph[at - 1] != "\\":
+            return morph[:at].replace("\\:", ":")
+        at += 1
+
+
 def _surfaces(analysis: str) -> List[str]:
-    out = []
-    for morph in analysis.split():
-        surface = morph.split(":", 1)[0] if ":" in morph[1:] else morph
-        if surface != EMPTY_MORPH:
-            out.append(surface)
-    return out
+    return [surface for surface in map(_surface, analysis.split()) if surface != EMPTY_MORPH]
 
 
-def read_gold_segmentation(path: PathLike) -> Dict[str, List[List[str]]]:
+def read_gold_segmentation(path: PathLike, encoding: str = "auto") -> Dict[str, List[List[str]]]:
     """word -> its alternative analyses, each a list of surface morphs.
 
-    Errors are one line naming the file, the line and the fix.
+    `encoding` is "auto" (UTF-8, or Latin-1 when the file is not valid UTF-8, as the Finnish
+    Morpho Challenge files are), "utf-8" or "latin-1". Errors are one line naming the file,
+    the line and the fix.
     """
     name = os.fspath(path)
     gold: Dict[str, List[List[str]]] = {}
-    for number, text in iter_lines(path):
+    for number, text in iter_lines(path, encoding):
         if not text.strip():
             continue
         if "\t" not in text:
@@ -95,7 +106,8 @@ def read_gold_segmentation(path: PathLike) -> Dict[str, List[List[str]]]:
     return gold
 
 
-def read_predicted_segmentation(path: PathLike, *, separator: str = "+") -> Dict[str, List[str]]:
+def read_predicted_segmentation(path: PathLike, *, separator: str = "+", encoding: str = "auto"
+                                ) -> Dict[str, List[str]]:
     """word -> predicted morphs, from a file of analyses such as ``walk+ing``.
 
     Accepted line forms: ``walk+ing`` (morphs joined by ``separator``, the
@@ -105,7 +117,7 @@ def read_predicted_segmentation(path: PathLike, *, separator: str = "+") -> Dict
     """
     name = os.fspath(path)
     pred: Dict[str, List[str]] = {}
-    for number, text in iter_lines(path):
+    for number, text in iter_lines(path, encoding):
         if not text.strip():
             continue
         analysis = text.split("\t", 1)[1] if "\t" in text else text

@@ -34,16 +34,17 @@ def word_units(words: Iterable[str], units: str = "types") -> List[str]:
     return list(dict.fromkeys(words)) if units == "types" else words
 
 
-def read_words(paths: Union[PathLike, Sequence[PathLike]], units: str = "types") -> List[str]:
+def read_words(paths: Union[PathLike, Sequence[PathLike]], units: str = "types", encoding: str = "auto"
+               ) -> List[str]:
     """The words of one or more files (see the module doc), as types or tokens.
 
     Several files are read in order, so their types are merged (a word in
-    two files is one type).
+    two files is one type). Each file is UTF-8 or Latin-1 (`encoding="auto"` tells them apart).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     words: List[str] = []
     for path in paths:
-        for _, text in iter_lines(path):
+        for _, text in iter_lines(path, encoding):
             words.extend((text.split("\t", 1)[0] if "\t" in text else text).split())
     return word_units(words, units)
