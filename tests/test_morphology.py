@@ -82,6 +82,7 @@ def test_prefix_and_submorph_grammars():
     ("stem-suffix-classes6.lt", "stem-suffix", 6, 0.0, 500.0),
     ("prefix-stem-suffix.lt", "prefix-stem-suffix", None, 0.0, 500.0),
     ("submorphs.lt", "submorphs", None, 0.8, 10.0),
+    ("prefix-stem-suffix-submorphs.lt", "prefix-stem-suffix-submorphs", None, 0.8, 10.0),
 ])
 def test_shipped_grammar_files_are_the_generators_output(name, kind, classes, a, b):
     text = (ROOT / "configs" / "morphology" / "grammars" / name).read_text(encoding="utf8")
@@ -121,6 +122,23 @@ def test_generated_language_is_recovered(stem_suffix_model):
     # a word never seen in training, made of a known stem and ending, is analysed too
     (morphs, klass), = analyse_words(stem_suffix_model, ["zaming"], ("Stem", "Suffix"))
     assert "".join(morphs) == "zaming" and klass is None
+
+
+PREFIXES = ["", "re", "un"]
+AFFIXED_WORDS = [p + s + e for p in PREFIXES for s in STEMS[:10] for e in ENDINGS]
+AFFIXED_GOLD = {p + s + e: [[m for m in (p, s, e) if m]] for p in PREFIXES for s in STEMS[:10] for e in ENDINGS}
+
+
+def test_prefix_stem_suffix_submorphs_finds_both_edges():
+    """PrStSu+SM: prefixes and suffixes recovered, decoded by maximum marginal at the morph set."""
+    grammar = read_grammar(morphology_grammar("prefix-stem-suffix-submorphs", a=0.5, b=10))
+    levels = MORPH_LEVELS["prefix-stem-suffix-submorphs"]
+    model = AdaptorGrammar(grammar, segment_category=",".join(levels), sampler=SamplerSettings(sample_hyper=False))
+    model.fit(AFFIXED_WORDS, iterations=150, seed=1)
+    marginal = {w: morphs for w, morphs in zip(AFFIXED_WORDS, model.training_segmentation())}
+    assert morph_boundary_scores(marginal, AFFIXED_GOLD)["boundary_f"] >= 0.85
+    viterbi = {w: m for w, (m, _) in zip(AFFIXED_WORDS, analyse_words(model, AFFIXED_WORDS, levels))}
+    assert morph_boundary_scores(viterbi, AFFIXED_GOLD)["boundary_f"] >= 0.85
 
 
 def test_hidden_classes_keep_a_stem_in_one_class():

@@ -19,6 +19,12 @@ Kinds (start symbol ``Word``; the terminals are a word's characters):
   new stem is not spelt letter by letter. It is the variant for word lists
   with compounds and several affixes per word (the Morpho Challenge words),
   where the one-boundary grammars above undersegment;
+* ``prefix-stem-suffix-submorphs`` (PrStSu+SM of MorphAGram, Eskander et al.
+  2016, 2020): ``Word -> (Prefix) Stem (Suffix)``, ``Prefix -> PrefixMorph+``,
+  ``Suffix -> SuffixMorph+``, and every morph (``PrefixMorph``, ``Stem``,
+  ``SuffixMorph``) built from shared ``SubMorph`` pieces; everything but
+  ``Word`` adapted. Language-independent: any number of affixes on either side,
+  while the stem stays one unit;
 
 each with ``classes = C`` hidden morphological classes: ``Word -> Word_c``
 (``Word`` unadapted, one rule per class) and every other nonterminal ``X``
@@ -63,6 +69,15 @@ KINDS: Dict[str, Tuple[Tuple[str, str, bool], ...]] = {
         ("Morph", "SubMorph+", True),
         ("SubMorph", "Char+", True),
     ),
+    "prefix-stem-suffix-submorphs": (
+        ("Word", "(Prefix) Stem (Suffix)", False),
+        ("Prefix", "PrefixMorph+", True),
+        ("PrefixMorph", "SubMorph+", True),
+        ("Stem", "SubMorph+", True),
+        ("Suffix", "SuffixMorph+", True),
+        ("SuffixMorph", "SubMorph+", True),
+        ("SubMorph", "Char+", True),
+    ),
 }
 
 #: The nonterminals whose yields are a word's morphs, per kind (the default ``--level``).
@@ -70,6 +85,7 @@ MORPH_LEVELS: Dict[str, Tuple[str, ...]] = {
     "stem-suffix": ("Stem", "Suffix"),
     "prefix-stem-suffix": ("Prefix", "Stem", "Suffix"),
     "submorphs": ("Morph",),
+    "prefix-stem-suffix-submorphs": ("PrefixMorph", "Stem", "SuffixMorph"),
 }
 
 CLASSES_SUFFIX = "-classes"
