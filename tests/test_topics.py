@@ -26,6 +26,7 @@ from spacy_ag.online_training import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
 from spacy_ag.topics.coherence import read_documents
 from spacy_ag.topics.model import topic_rules
+from spacy_ag.topics.standard_coherence import topic_coherences
 from conftest import assert_one_error_line
 
 ALPHABET = "abcdefghijkl"
@@ -550,9 +551,15 @@ def test_cli_evaluate_topics(trained):
     result = run(runner, "evaluate-topics", root / "out" / "model", "--reference", ref, "--json", root / "ev.json")
     assert result.exit_code == 0, result.output
     scores = json.loads((root / "ev.json").read_text(encoding="utf8"))
-    assert {"pmi", "npmi", "heldout"} <= set(scores)
+    assert {"u_mass", "c_npmi", "c_v", "pmi", "npmi", "heldout"} <= set(scores)
     assert scores["heldout"]["tokens"] == 150 * 20
-    assert f"PMI   {scores['pmi']:.4f}" in result.stdout
+    # the field's measures first, computed as topic_coherences computes them; the add-one PMI labelled
+    model = TopicModel.load(root / "out" / "model")
+    standard = topic_coherences(model.topics(10), read_documents(ref))
+    for measure in ("u_mass", "c_npmi", "c_v"):
+        assert scores[measure] == standard[measure]
+        assert f"{measure:<7} {scores[measure]:.4f}" in result.stdout
+    assert f"extra: add-one PMI {scores['pmi']:.4f}" in result.stdout
     # a separate held-out file for the likelihood; the scores agree with the library's
     (root / "held.txt").write_text("\n".join(ref.read_text(encoding="utf8").splitlines()[:10]) + "\n", encoding="utf8")
     result = run(runner, "evaluate-topics", root / "out" / "model", "-r", ref, "--heldout", root / "held.txt",
