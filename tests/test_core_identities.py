@@ -467,7 +467,7 @@ def test_same_seed_same_chain(core):
     assert t1 == t2
     for name in c1.state._fields:
         assert np.array_equal(getattr(c1.state, name), getattr(c2.state, name)), name
-    seg = c1.compiled.nt_index["Word"]
+    seg = c1.compiled.symbol_mask(["Word"])
     assert c1.segmentation_keys(seg) == c2.segmentation_keys(seg)
     c3, t3 = _run(core, 8)
     assert t3 != t1

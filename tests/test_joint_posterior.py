@@ -144,7 +144,7 @@ def chain_frequencies(grammar, corpus, steps, seed=11, **settings):
     opts.update(settings)
     chain = Chain(C, words, ptr, SamplerSettings(**opts), seed=seed)
     chain.initialize()
-    symbols = [C.nt_index[X] for X in ("Colloc", "Word") if X in C.nt_index]
+    symbols = [C.symbol_mask([X]) for X in ("Colloc", "Word") if X in C.nt_index]
     visits = Counter()
     for _ in range(steps):
         chain.step()
