@@ -25,8 +25,8 @@ What it does (issue 6, item 4):
    of PrStSu+SM; class-indexed copies included). The most probable parse
    under the final state (`spacy_ag.morphology.analyse_words`) is reported
    too, as ``viterbi_boundary_*``. Numba compiles its kernels in a warm-up
-   fit on ten words first, so ``seconds`` (fit plus analysis) excludes compilation; the warm-up is
-   ``compile_seconds``.
+   fit on ten words first, so ``seconds`` (fit plus analysis) excludes
+   compilation; the warm-up is ``compile_seconds``.
 3. Morfessor 2.0 Baseline with its defaults (``train_batch``: recursive
    splitting, corpus weight 1), trained on the same list; the gold words
    are segmented with ``viterbi_segment``. ``seconds`` is training plus
@@ -82,12 +82,10 @@ def train_spacy_ag(words: Sequence[str], args) -> Dict:
     from spacy_ag.grammar import read_grammar
     from spacy_ag.model import AdaptorGrammar
     from spacy_ag.morphology import MORPH_LEVELS, morphology_grammar
+    from spacy_ag.morphology.analysis import label_matches
 
     text = morphology_grammar(args.grammar, classes=args.classes or None, a=args.a, b=args.b)
     sampler = SamplerSettings(sample_hyper=args.sample_hyper)
-
-    from spacy_ag.morphology.analysis import label_matches
-
     levels = MORPH_LEVELS[args.grammar]
     grammar = read_grammar(text, source=f"<{args.grammar}>")
     # every morph nonterminal, class-indexed ones included (Stem_3): the words' morphs are their yields

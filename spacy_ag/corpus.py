@@ -26,9 +26,9 @@ surrogate is a one-line `TextError` naming the line.
 """
 from __future__ import annotations
 
+import codecs
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .errors import Errors, TextError
@@ -182,23 +182,23 @@ def split_chunks(terminals, boundary_chars) -> List[Tuple[object, bool]]:
 ENCODINGS = ("utf-8", "latin-1", "auto")
 
 
-def detect_encoding(path: Union[str, os.PathLike]) -> str:
-    """"utf-8" if the whole file decodes as UTF-8, else "latin-1".
+def _utf8_or_latin1(f) -> str:
+    """"utf-8" if the whole binary file `f` decodes as UTF-8, else "latin-1"; `f` is rewound.
 
-    For files of the 1990s and 2000s such as the Morpho Challenge gold
-    standards (Finnish in ISO-8859-1): Latin-1 text with any letter beyond
-    ASCII is almost never valid UTF-8, and every byte string is valid Latin-1.
+    For files of the 1990s and 2000s such as the Morpho Challenge gold standards (Finnish in
+    ISO-8859-1): Latin-1 text with any letter beyond ASCII is almost never valid UTF-8, and every
+    byte string is valid Latin-1. Read in blocks, so memory stays flat.
     """
-    name = os.fspath(path)
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        data = Path(name).read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"file not found: {name}") from None
-    try:
-        data.decode("utf-8")
-        return "utf-8"
+        for block in iter(lambda: f.read(1 << 20), b""):
+            decoder.decode(block)
+        decoder.decode(b"", final=True)
+        encoding = "utf-8"
     except UnicodeDecodeError:
-        return "latin-1"
+        encoding = "latin-1"
+    f.seek(0)
+    return encoding
 
 
 def iter_lines(path: Union[str, os.PathLike], encoding: str = "utf-8") -> Iterator[Tuple[int, str]]:
@@ -208,18 +208,18 @@ def iter_lines(path: Union[str, os.PathLike], encoding: str = "utf-8") -> Iterat
     read like LF files and exotic Unicode line separators stay inside a line
     rather than silently shifting line numbers.  A leading BOM is removed.
     Decoding is per line so an error can name the line. `encoding` is
-    "utf-8", "latin-1" or "auto" (`detect_encoding`).
+    "utf-8", "latin-1" or "auto" (`_utf8_or_latin1`).
     """
     name = os.fspath(path)
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown encoding {encoding!r}; use one of {', '.join(ENCODINGS)}")
-    if encoding == "auto":
-        encoding = detect_encoding(name)
     try:
         f = open(name, "rb")
     except FileNotFoundError:
         raise FileNotFoundError(f"file not found: {name}") from None
     with f:
+        if encoding == "auto":
+            encoding = _utf8_or_latin1(f)
         for lineno, raw in enumerate(f, 1):
             if raw.endswith(b"\n"):
                 raw = raw[:-1]

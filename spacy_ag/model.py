@@ -88,8 +88,7 @@ class AdaptorGrammar:
             raise ValueError(f"max_span must be a number of terminals, at least 1, got {max_span}")
         self.max_span = int(max_span)
         self.grammar = grammar
-        #: the segmentation category: one nonterminal or several joined by commas ("Word,FuncWord1")
-        self.segment_category = ",".join(check_categories(grammar, segment_category))
+        self.segment_category = segment_category
         self.mode = mode
         self.units = check_units(units)
         self.split_at = frozenset(split_at) if split_at else None
@@ -109,6 +108,15 @@ class AdaptorGrammar:
         self.marginals: Optional[MarginalCounts] = None
         if not has_corpus_class(grammar):
             self.compiled = CompiledGrammar(grammar)
+
+    @property
+    def segment_category(self) -> str:
+        """The segmentation category: one nonterminal, or several joined by commas ("Word,FuncWord1")."""
+        return self._segment_category
+
+    @segment_category.setter
+    def segment_category(self, spec) -> None:
+        self._segment_category = ",".join(check_categories(self.grammar, spec))
 
     @property
     def segment_categories(self) -> Tuple[str, ...]:

@@ -212,7 +212,8 @@ class GrammarSettings:
     default_b: float = setting(DEFAULT_B, "Pitman-Yor b of adapted nonterminals without numbers",
                                low=0.0, low_open=True)
     default_weight: float = setting(1.0, "weight of rules without numbers", low=0.0, low_open=True)
-    segment_category: str = setting("Word", "the nonterminal whose yields are the words, or several joined by commas (Word,FuncWord1)")
+    segment_category: str = setting(
+        "Word", "the nonterminal whose yields are the words, or several joined by commas (Word,FuncWord1)")
     mode: str = setting("chars", "terminals are characters (chars) or space-separated tokens",
                         choices=("chars", "tokens"))
     units: str = units_setting()
@@ -322,7 +323,8 @@ class SegmenterSettings(FittedGrammarSettings):
     """The segmenter tokenizer ([nlp.tokenizer], ``spacy-ag.Segmenter.v1``)."""
 
     grammar: str = setting("unigram", '"unigram", "colloc" or a grammar file')
-    segment_category: str = setting("Word", "the nonterminal whose yields are the words, or several joined by commas (Word,FuncWord1)")
+    segment_category: str = setting(
+        "Word", "the nonterminal whose yields are the words, or several joined by commas (Word,FuncWord1)")
     boundary_chars: Optional[str] = setting(None, 'hard word boundaries: null = punctuation, "" = whitespace only')
 
 

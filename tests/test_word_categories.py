@@ -7,6 +7,7 @@ from typing import List
 import pytest
 
 from spacy_ag import AdaptorGrammar
+from spacy_ag.evaluation import spans_from_words
 from spacy_ag.grammar import GrammarError, category_names, parse_grammar_text
 from spacy_ag.tree import Tree
 
@@ -80,24 +81,15 @@ def test_segment_matches_outermost_nodes_of_the_set(trained):
     assert model.segment(texts, "Word") != model.segment(texts)
 
 
-def spans(words: List[str]):
-    out, pos = set(), 0
-    for w in words:
-        out.add((pos, pos + len(w)))
-        pos += len(w)
-    return out
-
-
 def function_word_recall(predicted: List[List[str]], gold: List[List[str]]) -> float:
     """Share of the gold function-word tokens that are predicted words."""
     found = total = 0
     for pred, words in zip(predicted, gold):
-        got, pos = spans(pred), 0
-        for w in words:
+        got = set(spans_from_words(pred))
+        for w, span in zip(words, spans_from_words(words)):
             if w in FUNCTION_WORDS:
                 total += 1
-                found += (pos, pos + len(w)) in got
-            pos += len(w)
+                found += span in got
     return found / total
 
 

@@ -48,7 +48,8 @@ def evaluate_morph_cli(
 @app.command("morph-grammar")
 @_errors_as_lines
 def morph_grammar_cli(
-    kind: str = typer.Argument(..., metavar="KIND", help="stem-suffix, prefix-stem-suffix, submorphs or prefix-stem-suffix-submorphs (PrStSu+SM)"),
+    kind: str = typer.Argument(..., metavar="KIND", help="stem-suffix, prefix-stem-suffix, submorphs or "
+                                                        "prefix-stem-suffix-submorphs (PrStSu+SM)"),
     classes: int = typer.Option(0, "--classes", "-c", help="Hidden morphological classes (0: none)", min=0),
     a: float = typer.Option(0.0, "-a", help="Pitman-Yor discount of every adapted nonterminal"),
     b: float = typer.Option(500.0, "-b", help="Pitman-Yor concentration of every adapted nonterminal"),

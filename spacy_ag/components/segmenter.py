@@ -211,9 +211,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
 
     def _set_model(self, model) -> None:
         if model is not None:
-            from ..grammar import check_categories
-
-            model.segment_category = ",".join(check_categories(model.grammar, self.cfg["segment_category"]))
+            model.segment_category = self.cfg["segment_category"]  # checked against the model's grammar
             model.split_at = self.boundary or None
         self.model = model
 

@@ -65,11 +65,9 @@ def _presence(ids: np.ndarray, window: int, n_cols: int) -> np.ndarray:
     return (added >= 0) & (added >= dropped)
 
 
-def _counts(docs: Sequence[Sequence[str]], vocab: Dict[str, int], window: int
-            ) -> Tuple[np.ndarray, np.ndarray, int]:
-    """(occurrences (V,), co-occurrences (V, V) with the occurrences on the diagonal, windows N)."""
+def _counts(docs: Sequence[Sequence[str]], vocab: Dict[str, int], window: int) -> Tuple[np.ndarray, int]:
+    """(co-occurrences (V, V), whose diagonal holds the occurrences; the number of windows N)."""
     V = len(vocab)
-    occ = np.zeros(V, np.int64)
     co = np.zeros((V, V), np.int64)
     n_windows = 0
     for doc in docs:
@@ -81,9 +79,8 @@ def _counts(docs: Sequence[Sequence[str]], vocab: Dict[str, int], window: int
         local = np.searchsorted(cols, ids)
         local[ids < 0] = -1
         present = _presence(local, window, cols.shape[0]).astype(np.int64)
-        occ[cols] += present.sum(axis=0)
         co[np.ix_(cols, cols)] += present.T @ present
-    return occ, co, n_windows
+    return co, n_windows
 
 
 def _npmi(co: np.ndarray, occ_i: np.ndarray, occ_j: np.ndarray, n: int) -> np.ndarray:
@@ -125,13 +122,13 @@ def topic_coherences(topics: Sequence[Sequence[str]], docs: Sequence[Sequence[st
         words = [w for w in dict.fromkeys(topic) if w in seen]
         kept.append([vocab.setdefault(w, len(vocab)) for w in words])
     out: Dict = {"missing_words": missing, "n_topics": len(topics), "n_documents": len(docs)}
-    by_window: Dict[int, Tuple[np.ndarray, np.ndarray, int]] = {}
+    by_window: Dict[int, Tuple[np.ndarray, int]] = {}
     for measure in measures:
         window = WINDOWS[measure]
         if window not in by_window:
             by_window[window] = _counts(docs, vocab, window)
-        occ, co, n = by_window[window]
-        scores = [_topic_score(measure, ids, occ, co, n) for ids in kept]
+        co, n = by_window[window]
+        scores = [_topic_score(measure, ids, np.diag(co), co, n) for ids in kept]
         out[f"{measure}_per_topic"] = scores
         valid = [s for s in scores if not math.isnan(s)]
         out[measure] = float(np.mean(valid)) if valid else float("nan")
