@@ -74,13 +74,15 @@ def setting(default: Any = dataclasses.MISSING, help: str = "", *, low: Optional
 
 #: What one terminal of ``mode = "chars"`` is (`spacy_ag.text_units`); the choices are
 #: `spacy_ag.text_units.UNITS`, written here so that reading a config imports nothing more.
-UNIT_CHOICES = ("graphemes", "codepoints")
+UNIT_CHOICES = ("graphemes", "codepoints", "alnum-runs")
 
 
 def units_setting() -> Any:
     """The one definition of the ``units`` setting, shared by every group that reads text."""
     return setting("graphemes", "terminals are extended grapheme clusters (graphemes: letters with their "
-                                "combining marks, emoji sequences) or single code points (codepoints)",
+                                "combining marks, emoji sequences), single code points (codepoints), or "
+                                "graphemes with each run of digits and Latin letters as one terminal "
+                                "(alnum-runs: numbers and Latin words inside Chinese or Japanese text)",
                    choices=UNIT_CHOICES)
 
 

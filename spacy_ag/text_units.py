@@ -13,6 +13,16 @@ keeps one code point per terminal (the behaviour before, and the right unit
 for phoneme transcriptions, whose letters are ASCII anyway: on ASCII text the
 two units coincide).
 
+``units = "alnum-runs"`` is for scripts written without spaces that embed
+numbers and Latin words (Chinese, Japanese): graphemes, except that a maximal
+run of digits and Latin letters, half- or full-width, is one unit, with the
+decimal point, comma, colon or slash between two digits and a percent sign
+after one (``２００１``, ``1.3``, ``３／４``, ``９０％``, ``WTO``, ``AM21B``).
+Segmentation standards never cut inside a number or a Latin word, and as a
+unit of its own a number is one terminal instead of a string of digits the
+grammar would have to learn to keep together (`alnum_runs`). Never use it for
+phoneme strings written in Latin letters: a whole utterance would be one unit.
+
 `graphemes` implements every rule of UAX #29 (as of Unicode 15.1/16.0):
 GB3-GB5 (CR LF; controls break on both sides), GB6-GB8 (Hangul L/V/T/LV/LVT
 syllable sequences, computed from the code points), GB9 (Extend: Mn, Me,
@@ -57,6 +67,7 @@ __all__ = [
     "DEFAULT_UNITS",
     "LEGACY_UNITS",
     "UNITS",
+    "alnum_runs",
     "check_text",
     "check_units",
     "graphemes",
@@ -338,14 +349,65 @@ def text_units(text: str, units: str = DEFAULT_UNITS, source: Optional[str] = No
     if units == "codepoints" or text.isascii():  # ASCII: clusters are code points (but CR LF)
         if units not in UNITS:
             check_units(units)
-        return list(text)
-    check_units(units)
+        out = list(text)
+    else:
+        check_units(units)
+        out = []
+        for cluster in graphemes(text):
+            if len(cluster) > 1 and any(ch.isspace() for ch in cluster):
+                _split_whitespace(cluster, out)
+            else:
+                out.append(cluster)
+    return alnum_runs(out) if units == "alnum-runs" else out
+
+
+#: Characters that stay inside a number when a digit comes on both sides (1.3, 3／4, 1,000, 10:30)
+_NUMBER_INNER = frozenset(".,:/．，：／")
+_PERCENT = frozenset("%％")
+
+
+def _alnum(unit: str) -> bool:
+    """A digit (Nd) or a Latin letter, half- or full-width, with its combining marks."""
+    ch = unit[0]
+    if ch.isascii():
+        return ch.isalnum()
+    if unicodedata.category(ch) == "Nd":
+        return True
+    return ch.isalpha() and "LATIN" in unicodedata.name(ch, "")
+
+
+def _digit(unit: str) -> bool:
+    return unicodedata.category(unit[0]) == "Nd"
+
+
+def alnum_runs(units: Sequence[str]) -> List[str]:
+    """`units` with each maximal run of digits and Latin letters joined into one unit.
+
+    A decimal point, comma, colon or slash joins the run when digits stand on
+    both sides of it, and a percent sign joins when a digit precedes it; any
+    other character, whitespace included, ends the run.
+    """
     out: List[str] = []
-    for cluster in graphemes(text):
-        if len(cluster) > 1 and any(ch.isspace() for ch in cluster):
-            _split_whitespace(cluster, out)
-        else:
-            out.append(cluster)
+    run: List[str] = []
+    n = len(units)
+    for i, unit in enumerate(units):
+        if _alnum(unit):
+            run.append(unit)
+            continue
+        if run and _digit(run[-1]):
+            if unit in _NUMBER_INNER and i + 1 < n and _digit(units[i + 1]):
+                run.append(unit)
+                continue
+            if unit in _PERCENT:  # ends the number
+                out.append("".join(run) + unit)
+                run = []
+                continue
+        if run:
+            out.append("".join(run))
+            run = []
+        out.append(unit)
+    if run:
+        out.append("".join(run))
     return out
 
 

@@ -29,7 +29,7 @@ from spacy_ag.errors import TextError
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.settings import FittedGrammarSettings, GrammarSettings, SettingError, TopicModelSettings, check
 from spacy_ag.text_units import (
-    UNITS, check_text, graphemes, is_control, terminal_spans, terminals, text_units,
+    UNITS, alnum_runs, check_text, graphemes, is_control, terminal_spans, terminals, text_units,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,7 +141,7 @@ def test_the_units_setting():
         assert check(cls, {"path": "g"} if cls is GrammarSettings else {}, "x").units == "graphemes"
         with pytest.raises(SettingError, match="units must be one of"):
             check(cls, {"units": "bytes"}, "x")
-    assert UNITS == ("graphemes", "codepoints")
+    assert UNITS == ("graphemes", "codepoints", "alnum-runs")
     with pytest.raises(TextError, match=r"\[E112\] unknown text units 'bytes'"):
         AdaptorGrammar(UNIGRAM, units="bytes")
 
@@ -383,3 +383,47 @@ def test_cli_segment_lone_surrogate_is_one_line(model_dir, tmp_path):
     err = proc.stderr.decode("utf8", "replace").strip().splitlines()
     assert proc.returncode == 1 and len(err) == 1, proc.stderr
     assert "[E110]" in err[0] and "-:2: lone surrogate U+DCFF" in err[0] and "Traceback" not in err[0]
+
+
+# ---------------------------------------------------------------- numbers and Latin words as units
+
+
+@pytest.mark.parametrize("text, units", [
+    ("\uff12\uff10\uff10\uff11年春", ["\uff12\uff10\uff10\uff11", "年", "春"]),  # full-width digits
+    ("共1.3万人", ["共", "1.3", "万", "人"]),
+    ("占\uff19\uff10\uff05的", ["占", "\uff19\uff10\uff05", "的"]),               # ９０％
+    ("3\uff0f4和1,000", ["3\uff0f4", "和", "1,000"]),                             # 3／4
+    ("\uff11\uff0e\uff13亿", ["\uff11\uff0e\uff13", "亿"]),                     # １．３
+    ("WTO与AM21B型", ["WTO", "与", "AM21B", "型"]),
+    ("\uff21\uff22股", ["\uff21\uff22", "股"]),                                   # full-width ＡＢ
+    ("5%5", ["5%", "5"]),            # a percent sign ends the number
+    ("a.b, 3.", ["a", ".", "b", ",", " ", "3", "."]),  # a separator joins only between two digits
+    ("café ok", ["café", " ", "ok"]),                # a Latin word keeps its accented letters
+    ("x\u0301y", ["x\u0301y"]),                      # and a combining mark stays with its letter
+    ("水\x00５", ["水", "\x00", "５"]),              # a control character ends a run
+    ("", []),
+])
+def test_alnum_runs_are_one_unit(text, units):
+    assert text_units(text, "alnum-runs") == units
+    assert "".join(units) == text
+    assert alnum_runs(text_units(text)) == units  # the same as runs joined over the graphemes
+
+
+def test_alnum_runs_train_segment_and_round_trip(tmp_path):
+    """Numbers and Latin words never get a boundary inside, and '．' splits only outside a number."""
+    rng = random.Random(3)
+    lexicon = ["山水", "木", "火车", "日月明", "\uff12\uff10\uff10\uff11年", "WTO", "人"]
+    texts = ["".join(rng.choice(lexicon) for _ in range(rng.randint(2, 6))) for _ in range(120)]
+    texts += ["\uff13\uff0e\uff15万人\uff0e山水"]
+    split = frozenset("．，。")
+    model = AdaptorGrammar(UNIGRAM, units="alnum-runs", split_at=split).fit(texts, iterations=8, seed=2)
+    assert "\uff12\uff10\uff10\uff11" in model.compiled.term_index and "W" not in model.compiled.term_index
+    segmented = model.segment(texts)
+    for text, words in zip(texts, segmented):
+        assert "".join(words) == text
+        assert cuts(words) <= cuts(text_units(text, "alnum-runs")), (text, words)
+    assert segmented[-1][-3:] == ["\uff0e", "山", "水"] or segmented[-1][-2:] == ["\uff0e", "山水"]
+    assert "\uff13\uff0e\uff15" in "|".join(segmented[-1])  # ３．５ is one unit, so never split
+    model.save(tmp_path / "m")
+    restored = AdaptorGrammar.load(tmp_path / "m")
+    assert restored.units == "alnum-runs" and restored.segment(texts) == segmented
