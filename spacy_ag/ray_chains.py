@@ -191,7 +191,6 @@ class _RayChains:
         self.attempts = {job.chain_index: 0 for job in jobs}
         self.latest: Dict[int, bytes] = {}  # the last checkpoint of each chain
         self.delivered: Dict[int, int] = {}  # the last iteration handed to the callback, per chain
-        self.finished: Dict[int, Tuple] = {}
         self.error: Optional[BaseException] = None
         self.stopped = 0  # the signal of a stop that did not come from the driver's signals
         self.callback_failed = False
@@ -270,7 +269,6 @@ class _RayChains:
                 self.watcher(event)
 
     def _ended(self, r: _Running, stopping: bool) -> None:
-        chain = r.job.chain_index
         try:
             outcome = self.ray.get(r.ref)
         except self.ray.exceptions.TaskCancelledError:
@@ -281,7 +279,6 @@ class _RayChains:
         except self.ray.exceptions.RayError as err:  # the worker or its node was lost
             self._lost(r, err, stopping)
             return
-        self.finished[chain] = outcome
         if outcome[0] == "stopped":
             self.stopped = self.stopped or outcome[1]
         elif outcome[0] == "error" and self.error is None:
@@ -303,7 +300,6 @@ class _RayChains:
                 chain=chain, times=self.attempts[chain] + 1, err=reason, iteration=iteration))
             return
         self.attempts[chain] += 1
-        self.delivered[chain] = min(self.delivered.get(chain, 0), iteration)
         self._start(r.job)
 
     def _iteration_of(self, chain: int) -> int:

@@ -7,6 +7,8 @@ skips with the reason when it is not installed (``pip install spacy-ag[ray]``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -140,24 +142,15 @@ def test_ray_chains_stopped_by_the_callback_resume_exactly(cluster, texts, refer
 
 
 def test_spacy_ag_train_reads_the_backend_and_may_resume_with_another(cluster, texts, tmp_path):
-    (tmp_path / "grammars").mkdir()
-    (tmp_path / "grammars" / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
-    (tmp_path / "e.cfg").write_text(engine_config(iterations=12, checkpoint_every=4), encoding="utf8")
-    write_raw(tmp_path / "raw.txt", [[t] for t in texts[:80]])
+    args = write_engine(tmp_path, texts[:80], iterations=12, checkpoint_every=4)
     runner = CliRunner()
-    outputs = {}
     for backend in ("local", "ray"):
-        out = tmp_path / backend
-        result = runner.invoke(app, ["train", str(tmp_path / "e.cfg"), "--output", str(out), "--paths.train",
-                                     str(tmp_path / "raw.txt"), "--training.chains", "2",
-                                     "--training.backend", backend])
+        result = runner.invoke(app, [*args, "--output", str(tmp_path / backend), "--training.backend", backend])
         assert result.exit_code == 0, result.output
-        outputs[backend] = out
-    assert (outputs["ray"] / "segmentation.txt").read_text() == (outputs["local"] / "segmentation.txt").read_text()
-    assert (outputs["ray"] / "model").exists()
-    result = runner.invoke(app, ["train", str(tmp_path / "e.cfg"), "--output", str(outputs["local"]),
-                                 "--paths.train", str(tmp_path / "raw.txt"), "--training.chains", "2",
-                                 "--training.backend", "ray", "--resume"])
+    assert (tmp_path / "ray" / "segmentation.txt").read_text() == \
+        (tmp_path / "local" / "segmentation.txt").read_text()
+    result = runner.invoke(app, [*args, "--output", str(tmp_path / "local"), "--training.backend", "ray",
+                                 "--resume"])
     assert result.exit_code == 0, result.output  # backend and ray_address are not part of the run's fingerprint
 
 
@@ -189,6 +182,69 @@ def test_without_ray_the_ray_backend_is_one_coded_line(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["train", str(tmp_path / "e.cfg"), "--output", str(tmp_path / "o"),
                                       "--paths.train", str(tmp_path / "raw.txt"), "--training.backend", "ray"])
     assert "[E042]" in assert_one_error_line(result, "pip install spacy-ag[ray]")
+
+
+def write_engine(folder, texts, iterations: int, checkpoint_every: int):
+    (folder / "grammars").mkdir(exist_ok=True)
+    (folder / "grammars" / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
+    (folder / "e.cfg").write_text(engine_config(iterations=iterations, checkpoint_every=checkpoint_every),
+                                  encoding="utf8")
+    write_raw(folder / "raw.txt", [[t] for t in texts])
+    return ["train", str(folder / "e.cfg"), "--paths.train", str(folder / "raw.txt"), "--training.chains", "2"]
+
+
+def test_ctrl_c_on_the_driver_stops_every_ray_chain_and_its_cluster(texts, tmp_path):
+    """A real `spacy-ag train` process that starts its own cluster; SIGINT to it alone, mid-run."""
+    pytest.importorskip("ray", reason=NO_RAY)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("finds the cluster's processes in /proc")
+    folder = tempfile.mkdtemp(prefix="sag-ray-", dir="/tmp")  # the cluster's: its processes name it
+    args = write_engine(tmp_path, texts, iterations=150, checkpoint_every=1000)
+    out = tmp_path / "stopped"
+    with open(tmp_path / "stdout", "wb") as stdout, open(tmp_path / "stderr", "wb") as stderr:
+        driver = subprocess.Popen([sys.executable, "-m", "spacy_ag", *args, "--output", str(out),
+                                   "--training.backend", "ray"], stdout=stdout, stderr=stderr,
+                                  env={**os.environ, "RAY_TMPDIR": folder, "RAY_ADDRESS": ""},
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        seen = {}
+        while len(seen) < 2 or min(seen.values()) < 3:  # both chains under way
+            assert driver.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()
+            time.sleep(0.2)
+            if (out / "trace.jsonl").exists():
+                for line in (out / "trace.jsonl").read_text(encoding="utf8").splitlines():
+                    if line.endswith("}"):
+                        record = json.loads(line)
+                        seen[record["chain"]] = max(seen.get(record["chain"], 0), record["iteration"])
+        assert processes_of(folder)  # the cluster the driver started
+        os.kill(driver.pid, signal.SIGINT)
+        assert driver.wait(timeout=90) == 130, (tmp_path / "stderr").read_text()
+        assert "--resume" in (tmp_path / "stderr").read_text()
+        stopped_at = [read_npz(out / "checkpoints" / f"chain-{c}.npz", "checkpoint")[1]["iteration"]
+                      for c in range(2)]
+        assert all(3 <= i < 150 for i in stopped_at), stopped_at
+        deadline = time.monotonic() + 30
+        while processes_of(folder) and time.monotonic() < deadline:  # ray.shutdown stops them
+            time.sleep(0.5)
+        assert not processes_of(folder)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        stop_processes(processes_of(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+    runner = CliRunner()
+    resumed = runner.invoke(app, [*args, "--output", str(out), "--resume"])  # on the local backend
+    assert resumed.exit_code == 0, resumed.output
+    whole = runner.invoke(app, [*args, "--output", str(tmp_path / "whole")])
+    assert whole.exit_code == 0, whole.output
+    assert (out / "segmentation.txt").read_text() == (tmp_path / "whole" / "segmentation.txt").read_text()
+
+    def trace(path):
+        return without_time(json.loads(line) for line in path.read_text(encoding="utf8").splitlines())
+
+    assert trace(out / "trace.jsonl") == trace(tmp_path / "whole" / "trace.jsonl")
 
 
 def processes_of(folder: str):
@@ -269,14 +325,32 @@ def two_raylets(monkeypatch):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+#: A driver of its own for the two-raylet cluster (a process that was the driver of another
+#: cluster keeps that one's settings): trains, then prints what the test compares.
+TWO_NODE_DRIVER = """
+import hashlib, json, sys
+from spacy_ag.model import AdaptorGrammar
+from spacy_ag.ray_chains import watch_chains
+from spacy_ag.serialize import state_arrays
+address, options, grammar, texts = json.loads(sys.stdin.read())
+events = []
+with watch_chains(events.append):
+    model = AdaptorGrammar(grammar).fit(texts, backend="ray", ray_address=address, **options)
+arrays = state_arrays(model.state)
+print(json.dumps({"nodes": sorted({e["node"] for e in events if e["event"] == "started"}),
+                  "state": {k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in sorted(arrays.items())},
+                  "trace": model.trace, "segmentation": model.training_segmentation()}))
+"""
+
+
 def test_chains_on_two_raylets_equal_local_ones(texts, reference, two_raylets):
-    ray = pytest.importorskip("ray", reason=NO_RAY)
-    if ray.is_initialized():  # the module's cluster: this test joins the two-raylet one instead
-        ray.shutdown()
-    events = []
-    with watch_chains(events.append):
-        got = AdaptorGrammar(UNIGRAM).fit(texts, backend="ray", ray_address=two_raylets, **OPTIONS)
-    assert not ray.is_initialized()  # the run disconnected from the cluster it joined
-    assert_same_model(got, reference)
-    nodes = {e["chain"]: e["node"] for e in events if e["event"] == "started"}
-    assert len(set(nodes.values())) == 2  # one CPU per raylet: one chain on each
+    task = json.dumps([two_raylets, OPTIONS, UNIGRAM, texts])
+    done = subprocess.run([sys.executable, "-c", TWO_NODE_DRIVER], input=task, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(got["nodes"]) == 2  # one CPU per raylet: one chain on each
+    state = {k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in sorted(state_arrays(reference.state).items())}
+    assert got["state"] == state
+    assert without_time(got["trace"]) == without_time(reference.trace)
+    assert got["segmentation"] == reference.training_segmentation()
