@@ -50,6 +50,11 @@ class Errors(metaclass=_WithCodes):
     E037 = "{path}: no text to train on"
     E038 = "{path} is a spaCy pipeline config: resume it with `spacy train`'s own checkpoints, not --resume"
     E039 = "pass the output directory with --output DIR"
+    E042 = "backend = \"ray\" needs Ray, which is not installed here: pip install spacy-ag[ray]"
+    E043 = ("cannot join the Ray cluster {address} ({err}); start one with `ray start --head`, or set "
+            "ray_address to a running cluster's address (null: start a local one)")
+    E044 = ("chain {chain} was lost {times} times on the Ray cluster (last: {err}); it stopped at its last "
+            "checkpoint, iteration {iteration}; check the cluster's nodes, then resume the run")
     E045 = "{path}: {what} is a directory; give the file itself"
     E046 = "{path}:{line}: not a JSON object ({err}); a JSONL corpus has one {{\"text\": \"...\"}} per line"
     E047 = "{path}:{line}: the record has no \"text\"; a JSONL corpus has one {{\"text\": \"...\"}} per line"

@@ -160,13 +160,17 @@ class AdaptorGrammar:
             callback: Optional[TraceCallback] = None, checkpoint_dir: Optional[PathLike] = None,
             checkpoint_every: int = 50, resume: bool = False, workers: int = 0,
             gold: Optional[Sequence[Sequence[str]]] = None, eval_every: int = 0,
-            eval_at: Sequence[int] = ()) -> "AdaptorGrammar":
+            eval_at: Sequence[int] = (), backend: Optional[str] = None,
+            ray_address: Optional[str] = None) -> "AdaptorGrammar":
         """Train by MCMC; keep samples for maximum-marginal decoding (3.15).
 
         `gold`, one word list per corpus sentence, adds `token_f` to the trace
         every `eval_every` iterations and at the iterations `eval_at`. With
         `checkpoint_dir`, every chain writes a checkpoint there; `resume=True`
-        continues from them.
+        continues from them. `backend` and `ray_address` are the [training]
+        settings of that name (None: their defaults): ``backend="ray"`` runs
+        the chains as tasks of a Ray cluster (`spacy_ag.ray_chains`), with the
+        same result.
         """
         corpus = self.read_corpus(corpus)
         if self.inference != "mcmc":
@@ -174,9 +178,12 @@ class AdaptorGrammar:
                                          checkpoint_every=checkpoint_every, resume=resume, gold=gold,
                                          eval_every=eval_every)
         compiled = self._prepare(corpus)
+        given = {"backend": backend, "ray_address": ray_address}
         training = TrainingSettings(iterations=iterations, chains=chains, seed=seed, burn_in=burn_in,
                                     sample_every=sample_every, checkpoint_every=checkpoint_every,
-                                    eval_every=eval_every, eval_at=tuple(eval_at), workers=workers)
+                                    eval_every=eval_every, eval_at=tuple(eval_at), workers=workers,
+                                    **check(TrainingSettings, {k: v for k, v in given.items() if v is not None},
+                                            "training", partial=True))
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
         seg_mask = self._segment_mask()
@@ -187,7 +194,12 @@ class AdaptorGrammar:
                                  fingerprint, ckpt, resume, list(gold) if gold else None,
                                  corpus.sentences if gold else None))
         try:
-            results = run_chains(jobs, workers or default_workers(chains), callback)
+            if training.backend == "ray":
+                from .ray_chains import run_chains_on_ray
+
+                results = run_chains_on_ray(jobs, workers, callback, training.ray_address)
+            else:
+                results = run_chains(jobs, workers or default_workers(chains), callback)
         except UnparseableSentence as err:
             raise ValueError(f"{corpus.path or 'corpus'}:{corpus.lines[err.index]}: this sentence has no "
                              "parse under the grammar; check the grammar with `spacy-ag check-grammar`") from None

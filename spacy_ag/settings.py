@@ -101,6 +101,29 @@ def max_span_setting() -> Any:
                                   "of a text", low=1)
 
 
+#: Where MCMC chains run (`spacy_ag.ray_chains` for "ray").
+BACKEND_CHOICES = ("local", "ray")
+
+
+def backend_setting() -> Any:
+    """The one definition of ``backend``, shared by [training] and the components that fit chains."""
+    return setting("local", "where the chains run: processes on this machine (local) or tasks on a Ray "
+                            "cluster (ray, after `pip install spacy-ag[ray]`); the result is the same",
+                   choices=BACKEND_CHOICES)
+
+
+def chain_workers_setting() -> Any:
+    """The one definition of the chains' ``workers``, shared with `backend_setting`."""
+    return setting(0, "processes for the chains (0: one per chain, at most the cores; ray: chains running at "
+                      "once, 0: as many as the cluster has CPUs for)", low=0)
+
+
+def ray_address_setting() -> Any:
+    """The one definition of ``ray_address``, shared with `backend_setting`."""
+    return setting(None, 'backend = "ray": the cluster to join ("auto", "HOST:6379" or "ray://HOST:10001"; '
+                         "null: the one RAY_ADDRESS or `ray start` on this machine names, else a new local one)")
+
+
 # ---------------------------------------------------------------- MCMC
 
 
@@ -149,7 +172,9 @@ class TrainingSettings:
                                     low=0)
     eval_every: int = setting(0, "score against gold every this many sweeps (0: never)", low=0)
     eval_at: Tuple[int, ...] = setting((), "also score at these sweeps, e.g. [20, 100, 300]", low=1)
-    workers: int = setting(0, "processes for the chains (0: one per chain, at most the cores)", low=0)
+    workers: int = chain_workers_setting()
+    backend: str = backend_setting()
+    ray_address: Optional[str] = ray_address_setting()
 
     def evaluates(self, iteration: int) -> bool:
         return bool(self.eval_every and iteration % self.eval_every == 0) or iteration in self.eval_at
@@ -313,7 +338,9 @@ class FittedGrammarSettings:
     iterations: int = setting(200, "MCMC sweeps when fitted in initialize", low=1)
     chains: int = setting(1, "independent chains (decoded with chain 0)", low=1)
     seed: int = setting(0, "random seed of chain 0", low=0)
-    workers: int = setting(0, "processes for the chains (0: one per chain, at most the cores)", low=0)
+    workers: int = chain_workers_setting()
+    backend: str = backend_setting()
+    ray_address: Optional[str] = ray_address_setting()
     sampler: Dict[str, Any] = setting(help="MCMC settings (any [sampler] key, e.g. anneal_start = 3.0)",
                                       factory=dict)
     units: str = units_setting()

@@ -223,12 +223,13 @@ def score_keys(keys, sentences, gold) -> Dict[str, float]:
 
 
 def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None,
-              stop: Optional[_StopRequest] = None) -> ChainResult:
+              stop: Optional[_StopRequest] = None, saved: Optional[Callable[[str], None]] = None) -> ChainResult:
     """Run (or resume) one chain to the end, keeping samples and checkpointing.
 
     SIGINT and SIGTERM stop it at the next iteration boundary, after a checkpoint
     (`TrainingInterrupted`); a worker passes its own `stop`, entered before the
-    chain was set up.
+    chain was set up. `saved` is called with the checkpoint's path each time one
+    was written (a Ray worker sends it to the driver).
     """
     t = job.training
     seed = t.seed + job.chain_index
@@ -240,19 +241,25 @@ def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None,
         chain.initialize()
     stop = _StopRequest() if stop is None else stop
     whole = [True]  # False while an iteration is half done: such a state is never checkpointed
+
+    def save() -> None:
+        _save_checkpoint(job, chain, trace, marginals)
+        if saved is not None:
+            saved(job.checkpoint)
+
     try:
         with stop:
-            _iterate(job, chain, trace, marginals, report, stop, whole)
+            _iterate(job, chain, trace, marginals, report, stop, whole, save)
     except KeyboardInterrupt:
         if job.checkpoint and whole[0]:
-            _save_checkpoint(job, chain, trace, marginals)
+            save()
         raise TrainingInterrupted(job.checkpoint, signum=stop.signum or None) from None
     if job.checkpoint:
-        _save_checkpoint(job, chain, trace, marginals)
+        save()
     return ChainResult(job.chain_index, state_arrays(chain.state), trace, marginals, chain.iteration)
 
 
-def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopRequest, whole) -> None:
+def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopRequest, whole, save) -> None:
     """The iterations; `whole[0]` is False from the start of an iteration until its sample,
     score and trace line are recorded (a second Ctrl-C can land anywhere)."""
     t = job.training
@@ -274,7 +281,7 @@ def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopR
         if report is not None:
             report(line)
         if job.checkpoint and t.checkpoint_every and it % t.checkpoint_every == 0:
-            _save_checkpoint(job, chain, trace, marginals)
+            save()
         if stop.requested:
             raise KeyboardInterrupt
 

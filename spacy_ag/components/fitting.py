@@ -107,7 +107,8 @@ def fit_adaptor_grammar(model, texts: List[str], *, component: str, grammar: str
     texts (List[str]): The training texts (chunks without hard boundaries).
     component (str): Name reported to the observer ("tokenizer" or the pipe name).
     grammar (str): The component's grammar setting (reported only).
-    settings (SegmenterSettings / ParserSettings): iterations, chains, seed, workers and sampler.
+    settings (SegmenterSettings / ParserSettings): iterations, chains, seed, workers, backend, ray_address
+        and sampler.
     RETURNS (AdaptorGrammar): The fitted model.
     """
     from ..settings import SamplerSettings, check
@@ -115,7 +116,8 @@ def fit_adaptor_grammar(model, texts: List[str], *, component: str, grammar: str
     if settings.sampler:
         changes = check(SamplerSettings, settings.sampler, f"{component}.sampler", partial=True)
         model.sampler = dataclasses.replace(model.sampler, **changes)
-    run = dict(iterations=settings.iterations, chains=settings.chains, seed=settings.seed, workers=settings.workers)
+    run = dict(iterations=settings.iterations, chains=settings.chains, seed=settings.seed, workers=settings.workers,
+               backend=settings.backend, ray_address=settings.ray_address)
     observer = _OBSERVER.get()
     if observer is None:
         return model.fit(texts, **run)

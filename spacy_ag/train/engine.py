@@ -169,6 +169,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
                 model.fit(corpus, iterations=t.iterations, chains=t.chains, seed=t.seed, burn_in=t.burn_in,
                           sample_every=t.sample_every, callback=log, checkpoint_dir=checkpoints,
                           checkpoint_every=t.checkpoint_every, resume=resume, workers=t.workers,
+                          backend=t.backend, ray_address=t.ray_address,
                           gold=gold, eval_every=t.eval_every if gold is not None else 0,
                           **({"eval_at": t.eval_at} if getattr(t, "eval_at", ()) and gold is not None else {}))
         except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`, `spacy_ag.training`)

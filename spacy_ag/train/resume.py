@@ -4,8 +4,8 @@ A run records its fingerprint (`RUN_FILE`) beside its checkpoints when it
 starts. ``--resume`` compares the new run's fingerprint with it, key by key,
 and refuses with one line naming the first setting that differs: a resumed
 run must equal the uninterrupted run its saved config describes. Settings
-that never change the result (worker counts, checkpoint and evaluation
-intervals) are left out, so they may change on resume.
+that never change the result (worker counts, the backend that runs the
+chains and its cluster, checkpoint and evaluation intervals) are left out, so they may change on resume.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ RUN_FILE = "run.json"
 
 #: ``section.key`` names that do not change what a run computes.
 NEUTRAL = frozenset({"training.workers", "training.checkpoint_every", "training.eval_every", "training.eval_at",
-                     "online.workers", "topics.top_words"})
+                     "training.backend", "training.ray_address", "online.workers", "topics.top_words"})
 
 
 def file_sha256(path: Path) -> str:
