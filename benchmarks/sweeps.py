@@ -10,7 +10,7 @@ one grammar after the other (unigram, colloc, collocsyll), so the ratio does
 not depend on which machine, or how loaded, the reference was measured on.
 
 How, for each grammar:
-* ours: the engine config configs/brent-<grammar>.cfg (`build_model`), one
+* ours: the engine config with py-cfg's settings, configs/brent-<grammar>-jg09.cfg (`build_model`), one
   chain in this process on every line of --data. A warm-up fit of 3 sweeps on
   50 lines first compiles (or loads) every kernel, in a numba cache outside
   the repository. Seconds per sweep: the chain's own per-sweep wall time
@@ -53,10 +53,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
-# name: (our engine config, py-cfg reference grammar)
+# name: (our engine config with py-cfg's settings, py-cfg reference grammar); a checkout from before
+# the -jg09 configs has the same settings in brent-<name>.cfg
 GRAMMARS = {
-    "unigram": ("brent-unigram.cfg", "unigram.lt"),
-    "colloc": ("brent-colloc.cfg", "colloc.lt"),
+    "unigram": ("brent-unigram-jg09.cfg", "unigram.lt"),
+    "colloc": ("brent-colloc-jg09.cfg", "colloc.lt"),
     "collocsyll": ("brent-collocsyll.cfg", "collocsyll.lt"),
 }
 # as in compare_pycfg.py: batch init, collapsed theta, label resampling, a ~ Beta(1, 1), b ~ Gamma(0.1, 10)
@@ -67,7 +68,10 @@ def time_ours(name: str, data: str, lines: list, sweeps: int, seed: int, code: P
     from spacy_ag.config import build_model, load_training_config
     from spacy_ag.corpus import read_corpus
 
-    cfg = load_training_config(code / "configs" / GRAMMARS[name][0])
+    path = code / "configs" / GRAMMARS[name][0]
+    if not path.exists():
+        path = path.with_name(path.name.replace("-jg09", ""))
+    cfg = load_training_config(path)
     started = time.perf_counter()
     build_model(cfg).fit([l.replace(" ", "") for l in lines[:50]], iterations=3, seed=seed)
     warm_up = time.perf_counter() - started

@@ -351,7 +351,7 @@ class FittedGrammarSettings:
 class SegmenterSettings(FittedGrammarSettings):
     """The segmenter tokenizer ([nlp.tokenizer], ``spacy-ag.Segmenter.v1``)."""
 
-    grammar: str = setting("unigram", '"unigram", "colloc" or a grammar file')
+    grammar: str = setting("unigram", '"unigram", "colloc", "colloc3" or a grammar file')
     segment_category: str = setting(
         "Word", "the nonterminal whose yields are the words, or several joined by commas (Word,FuncWord1)")
     boundary_chars: Optional[str] = setting(None, 'hard word boundaries: null = punctuation, "" = whitespace only')

@@ -82,13 +82,14 @@ def test_init_config_trains_as_is(data, tmp_path):
     assert nlp.meta["ag_training"]["fits"][0]["iterations"] == 200
 
 
-@pytest.mark.parametrize("args,lang,boundary,grammar", [
-    ([], "zh", None, "unigram"),
-    (["--phonemes"], "xx", "", "unigram"),
-    (["--lang", "xx", "--grammar", "colloc"], "xx", None, "colloc"),
-    (["--lang", "zh", "--phonemes", "--grammar", "colloc"], "zh", "", "colloc"),
+@pytest.mark.parametrize("args,lang,boundary,grammar,units", [
+    ([], "zh", None, "unigram", "alnum-runs"),
+    (["--phonemes"], "xx", "", "unigram", "graphemes"),
+    (["--lang", "xx", "--grammar", "colloc"], "xx", None, "colloc", "graphemes"),
+    (["--lang", "zh", "--phonemes", "--grammar", "colloc"], "zh", "", "colloc", "graphemes"),
+    (["--lang", "ja", "--grammar", "colloc3"], "ja", None, "colloc3", "alnum-runs"),
 ])
-def test_init_config_options(tmp_path, args, lang, boundary, grammar):
+def test_init_config_options(tmp_path, args, lang, boundary, grammar, units):
     path = tmp_path / "c.cfg"
     result = run("init-config", path, *args, "--iterations", 7)
     assert result.exit_code == 0, result.output
@@ -96,6 +97,7 @@ def test_init_config_options(tmp_path, args, lang, boundary, grammar):
     assert config["nlp"]["lang"] == lang
     assert config["nlp"]["tokenizer"]["boundary_chars"] == boundary
     assert config["nlp"]["tokenizer"]["grammar"] == grammar
+    assert config["nlp"]["tokenizer"]["units"] == units  # numbers and Latin words are units in zh, ja, th
     assert config["nlp"]["tokenizer"]["iterations"] == 7 and config["nlp"]["tokenizer"]["seed"] == 0
     # spaCy accepts it as it is: building the pipeline (unfitted) needs no filling
     nlp = spacy.util.load_model_from_config(spacy.util.load_config(path), auto_fill=False, validate=True)
@@ -119,7 +121,7 @@ SHIPPED = {
     "pipeline-brent-unigram.cfg": dict(grammar="unigram", phonemes=True),
     "pipeline-brent-colloc.cfg": dict(grammar="colloc", phonemes=True),
     "pipeline-zh-unigram.cfg": dict(grammar="unigram", lang="zh"),
-    "pipeline-zh-colloc.cfg": dict(grammar="colloc", lang="zh"),
+    "pipeline-zh-colloc.cfg": dict(grammar="colloc3", lang="zh"),
 }
 
 
@@ -393,7 +395,7 @@ def test_readme_has_the_project_document(tmp_path):
     quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
     blocks = [b.split("```", 1)[0].strip() for b in quickstart.split("```bash")[1:]]
     assert blocks == ["pip install . && spacy project run all",
-                      'pip install -e ".[test]" && python -m pytest -q']
+                      'pip install -e ".[test,ray]" && python -m pytest -q']
 
 
 def _project_copy(tmp_path):

@@ -17,7 +17,7 @@ def init_config_cli(
     output: str = typer.Argument(..., metavar="OUTPUT", help="The config file to write, or - for stdout"),
     lang: Optional[str] = typer.Option(None, "--lang", "-l",
                                        help="spaCy language code (default: zh, or xx with --phonemes)"),
-    grammar: str = typer.Option("unigram", "--grammar", "-g", help="unigram, colloc or a grammar file"),
+    grammar: str = typer.Option("unigram", "--grammar", "-g", help="unigram, colloc, colloc3 or a grammar file"),
     phonemes: bool = typer.Option(False, "--phonemes",
                                   help="Phoneme strings (Brent): only whitespace is a hard word boundary"),
     iterations: int = typer.Option(200, "--iterations", "-n", help="Sampler iterations ([nlp.tokenizer])"),

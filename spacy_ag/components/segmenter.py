@@ -7,7 +7,7 @@ Use it from a config::
 
     [nlp.tokenizer]
     @tokenizers = "spacy-ag.Segmenter.v1"
-    grammar = "unigram"              # "unigram" | "colloc" | path to a grammar file
+    grammar = "unigram"              # "unigram" | "colloc" | "colloc3" | a grammar file
     segment_category = "Word"
     boundary_chars = null            # null: spacy_ag.corpus.DEFAULT_PUNCTUATION
     iterations = 200                 # the sampler: read by spacy train and spacy-ag train alike
@@ -94,6 +94,10 @@ BUILTIN_GRAMMARS: Dict[str, str] = {
     "unigram": "1 1 Sentence --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n",
     # docs/algorithms.md 2.2: collocations of words.
     "colloc": "1 1 Sentence --> Colloc+\nColloc --> Word+\nWord --> Char+\n1 1 Char --> [:corpus:]\n",
+    # docs/algorithms.md 2.8: three collocation levels over words of learned length (Chinese).
+    "colloc3": ("1 1 Sentence --> Colloc3+\nColloc3 --> Colloc2+\nColloc2 --> Colloc+\nColloc --> Word+\n"
+                "Word --> Char\nWord --> Char Char\nWord --> Char Char Char\nWord --> Char Char Char Char\n"
+                "Word --> Char Char Char Char Char+\n1 1 Char --> [:corpus:]\n"),
     # docs/algorithms.md 2.5: a word is a stem and an optional suffix (for ag_parser's token mode).
     "morph": ("Word --> Stem Suffix\nWord --> Stem\nStem --> Char+\nSuffix --> Char+\n"
               "1 1 Char --> [:corpus:]\n"),

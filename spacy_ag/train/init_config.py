@@ -16,7 +16,10 @@ from typing import Optional
 
 __all__ = ["GRAMMARS", "init_config_text"]
 
-GRAMMARS = ("unigram", "colloc")
+GRAMMARS = ("unigram", "colloc", "colloc3")
+#: Languages written without spaces whose text embeds numbers and Latin words: their terminals are
+#: `units = "alnum-runs"` (spacy_ag.text_units)
+ALNUM_RUN_LANGS = ("zh", "ja", "th")
 
 _HEADER = """\
 # spaCy pipeline config for spacy-ag: {what}.
@@ -62,6 +65,7 @@ batch_size = 1000
 @tokenizers = "spacy-ag.Segmenter.v1"
 grammar = {grammar}
 boundary_chars = {boundary}
+units = "{units}"
 iterations = {iterations}
 chains = {chains}
 seed = 0
@@ -117,7 +121,7 @@ def init_config_text(*, lang: Optional[str] = None, grammar: str = "unigram", ph
     """The text of a complete starting pipeline config (see ``spacy-ag init-config``).
 
     lang (Optional[str]): spaCy language code; default "xx" for phonemes, else "zh".
-    grammar (str): "unigram", "colloc" or a grammar file.
+    grammar (str): "unigram", "colloc", "colloc3" or a grammar file.
     phonemes (bool): Phoneme strings (Brent): only whitespace is a hard
         boundary, because the transcription uses punctuation characters as phonemes.
     iterations, chains (int): Sampler settings of the segmenter.
@@ -150,6 +154,8 @@ def init_config_text(*, lang: Optional[str] = None, grammar: str = "unigram", ph
         args = f"{name} --lang {lang} --grammar {grammar}" + (" --phonemes" if phonemes else "")
     base = Config().from_str(_BASE.format(lang=lang, grammar=json.dumps(grammar),
                                           boundary='""' if phonemes else "null", iterations=iterations,
+                                          units="alnum-runs" if lang in ALNUM_RUN_LANGS and not phonemes
+                                          else "graphemes",
                                           chains=chains), interpolate=False)
     # spaCy fills the interpolated config; the variables (${paths.train}, ...) are then put back
     filled = util.load_model_from_config(base.interpolate(), auto_fill=True, validate=True).config
