@@ -58,7 +58,7 @@ SHARED = ROOT.parent / "shared"
 GRAMMARS = {
     "unigram": ("brent-unigram-jg09.cfg", "unigram.lt"),
     "colloc": ("brent-colloc-jg09.cfg", "colloc.lt"),
-    "collocsyll": ("brent-collocsyll.cfg", "collocsyll.lt"),
+    "collocsyll": ("brent-collocsyll-jg09.cfg", "collocsyll.lt"),
 }
 # as in compare_pycfg.py: batch init, collapsed theta, label resampling, a ~ Beta(1, 1), b ~ Gamma(0.1, 10)
 PYCFG_FLAGS = "-D -E -w 1 -R -1 -e 1 -f 1 -g 10 -h 0.1 -a 0.0001 -b 10000".split()
