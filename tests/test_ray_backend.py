@@ -6,7 +6,6 @@ skips with the reason when it is not installed (``pip install spacy-ag[ray]``).
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -30,19 +29,10 @@ from spacy_ag.serialize import read_npz, state_arrays
 from spacy_ag.settings import SegmenterSettings, SettingError, TrainingSettings, check
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
 from spacy_ag.training import TrainingInterrupted
-from conftest import UNIGRAM, assert_one_error_line, engine_config
+from conftest import NO_RAY, UNIGRAM, assert_one_error_line, engine_config, processes_of, stop_processes
 
-NO_RAY = "Ray is not installed (pip install spacy-ag[ray]); the Ray backend is not tested"
 #: 60 sweeps of 2 chains; checkpoints every 10 (a lost chain repeats at most 10 sweeps)
 OPTIONS = dict(iterations=60, chains=2, seed=7, sample_every=2, checkpoint_every=10)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    ray = pytest.importorskip("ray", reason=NO_RAY)
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield ray
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -245,48 +235,6 @@ def test_ctrl_c_on_the_driver_stops_every_ray_chain_and_its_cluster(texts, tmp_p
         return without_time(json.loads(line) for line in path.read_text(encoding="utf8").splitlines())
 
     assert trace(out / "trace.jsonl") == trace(tmp_path / "whole" / "trace.jsonl")
-
-
-def processes_of(folder: str):
-    """The processes whose command line names `folder`, with their descendants (Ray's agents and workers)."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z":  # a zombie is gone already
-            table[int(entry)] = (int(fields[1]), cmd)
-    ours = {pid for pid, (_, cmd) in table.items() if folder in cmd}
-    while True:
-        children = {pid for pid, (parent, _) in table.items() if parent in ours} - ours
-        if not children:
-            return ours
-        ours |= children
-
-
-def stop_processes(pids, grace: float = 5.0) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") and
-                                                  not _zombie(pid) for pid in pids):
-            time.sleep(0.2)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 @pytest.fixture
