@@ -1,8 +1,9 @@
-"""Directory mode of `spacy-ag segment` and `parse`: one shard per input file, resumable, here or on Ray.
+"""Directory mode of `spacy-ag segment`, `parse` and `tag-topics`: one shard per input file, resumable, here
+or on Ray.
 
-A tiny unigram model trained on made-up words serves the module; the corpus
-is a few made-up files (one in a subfolder, one empty, one hidden). What
-must hold: a directory run writes, per file, exactly what the single-file
+A tiny unigram model trained on made-up words serves the module (and a
+two-topic model for tag-topics); the corpus is a few made-up files (one in a
+subfolder, one empty, one hidden). What must hold: a directory run writes, per file, exactly what the single-file
 command prints, whatever the backend and the number of workers; a rerun
 skips complete shards and rewrites stale temporary files; bad input is one
 coded line naming file and line; Ctrl-C stops the driver and its workers
@@ -11,6 +12,7 @@ and keeps complete shards. The Ray tests skip when ray is not installed.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -93,6 +95,33 @@ def expected(model_dir, corpus):
             "parse": single_file_outputs("parse", model_dir, corpus)}
 
 
+@pytest.fixture(scope="module")
+def topics(tmp_path_factory):
+    """A two-topic model of documents over two made-up vocabularies, and a directory of new documents."""
+    from spacy_ag.topics import TopicModel
+
+    folder = tmp_path_factory.mktemp("topics")
+    vocabularies = [make_lexicon(10, alphabet=letters, min_len=2, max_len=4, seed=seed)
+                    for seed, letters in enumerate(("abcde", "fghij"))]
+    rng = random.Random(0)
+
+    def documents(n):
+        return [[rng.choice(vocabularies[i % 2]) for _ in range(8)] for i in range(n)]
+
+    TopicModel(n_topics=2).fit(documents(60), passes=1, seed=0).save(folder / "model")
+    for name in ("a.txt", "sub/b.txt"):
+        (folder / "in" / name).parent.mkdir(parents=True, exist_ok=True)
+        lines = [" ".join(doc) for doc in documents(30)]
+        lines[3] = ""
+        (folder / "in" / name).write_text("".join(line + "\n" for line in lines), encoding="utf8")
+    expected = {}
+    for name in ("a.txt", "sub/b.txt"):
+        result = run("tag-topics", folder / "model", folder / "in" / name)
+        assert result.exit_code == 0, result.output
+        expected[name] = result.stdout
+    return folder / "model", folder / "in", expected
+
+
 def shards_of(out: Path):
     """Every file under `out`, hidden ones too, by relative path."""
     return {str(p.relative_to(out)): p.read_text(encoding="utf8") for p in sorted(out.rglob("*")) if p.is_file()}
@@ -111,6 +140,16 @@ def test_a_directory_run_writes_what_the_single_file_command_prints(model_dir, c
     for name in ("a.txt", "b.txt", "sub/c.txt"):  # each warning names the file and the line
         assert f"{corpus / name}:5: no parse" in result.stderr
     assert "(3 warnings)" in result.stderr
+
+
+def test_topic_tags_of_a_directory_equal_those_of_each_file(topics, tmp_path):
+    model, corpus, expected = topics
+    lines = expected["a.txt"].split("\n")
+    assert lines[3] == "" and all(line.split("\t")[0] in "01" and len(line.split("\t")[1].split()) == 2
+                                  for line in lines[:3])
+    result = run("tag-topics", model, corpus, "--output", tmp_path / "tags", "--batch-size", "7")
+    assert result.exit_code == 0, result.output
+    assert shards_of(tmp_path / "tags") == expected
 
 
 def test_batches_and_their_order_do_not_change_the_shards(model_dir, corpus, tmp_path):
@@ -242,6 +281,14 @@ def test_ray_shards_equal_local_ones_and_run_on_two_workers(cluster, model_dir, 
                  "--batch-size", "7")
     assert result.exit_code == 0, result.output
     assert shards_of(tmp_path / "one") == expected["segment"]
+
+
+def test_ray_topic_tags_equal_local_ones(cluster, topics, tmp_path):
+    model, corpus, expected = topics
+    result = run("tag-topics", model, corpus, "--output", tmp_path / "tags", "--backend", "ray", "--workers", "2",
+                 "--batch-size", "4")
+    assert result.exit_code == 0, result.output
+    assert shards_of(tmp_path / "tags") == expected
 
 
 def test_bad_input_on_ray_is_one_line(cluster, model_dir, tmp_path):

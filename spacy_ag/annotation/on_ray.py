@@ -1,8 +1,8 @@
 """Annotation workers on a Ray cluster: one actor per CPU, each holding the model, loaded once.
 
-The model travels as its archive bytes (`AdaptorGrammar.to_bytes`), put in
-the object store once and loaded by every actor when it starts, so the nodes
-need no shared filesystem and no copy of the model directory. Lines go to
+The model travels as its archive bytes (`to_bytes`), put in the object
+store once and loaded by every actor when it starts (the task's `load`), so
+the nodes need no shared filesystem and no copy of the model directory. Lines go to
 the actors in batches, round robin, and the outputs come back to the
 driver, which alone reads the input and writes the shards
 (`spacy_ag.annotation.runner`). An actor lost with its worker or node is
@@ -35,10 +35,8 @@ class _Annotator:
     def __init__(self, task, model_ref: list):
         import ray
 
-        from ..model import AdaptorGrammar
-
         self.task = task
-        self.model = AdaptorGrammar.from_bytes(ray.get(model_ref[0]), "<the model sent to the Ray worker>")
+        self.model = task.load(ray.get(model_ref[0]))
 
     def pid(self) -> int:
         return os.getpid()

@@ -1,4 +1,4 @@
-"""What `spacy-ag segment` and `spacy-ag parse` do to one batch of numbered lines.
+"""What `spacy-ag segment`, `parse` and `tag-topics` do to one batch of numbered lines.
 
 The command's options travel as a small frozen task, and applying a task to
 a batch is the same function wherever it runs: the single-file command, the
@@ -6,18 +6,26 @@ directory runner on this machine and a Ray actor. That is what makes the
 output of a corpus the same whatever backend or number of workers annotated
 it. A task gives back the output lines (one per input line) and the warnings
 (each naming the file and line), so whoever runs it decides where they go.
+A worker that gets the model as bytes (`to_bytes`) rebuilds it with the
+task's `load`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["Batch", "Parse", "Segment", "TaskOutput"]
+__all__ = ["Batch", "Parse", "Segment", "TagTopics", "TaskOutput"]
 
 #: Numbered lines of one input, 1-based as in the file.
 Batch = Sequence[Tuple[int, str]]
 #: (output lines, one per input line; warnings)
 TaskOutput = Tuple[List[str], List[str]]
+
+
+def _adaptor_grammar(data: bytes):
+    from ..model import AdaptorGrammar
+
+    return AdaptorGrammar.from_bytes(data, "<the model sent to the worker>")
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,7 @@ class Segment:
     level: Optional[str] = None
     batch_size: int = 1000
     label = "segmenting"
+    load = staticmethod(_adaptor_grammar)
 
     @property
     def done(self) -> str:
@@ -75,6 +84,7 @@ class Parse:
     batch_size: int = 200
     label = "parsing"
     done = "Trees"
+    load = staticmethod(_adaptor_grammar)
 
     def check(self, model) -> None:
         """Parsing takes no option the model could refuse."""
@@ -101,3 +111,41 @@ class Parse:
                    + " ".join(repr(t) for t in unknown[:5])) if unknown else "the grammar has no parse"
             warnings.append(f"{source}:{number}: no parse ({why})")
         return out, warnings
+
+
+@dataclass(frozen=True)
+class TagTopics:
+    """`spacy-ag tag-topics`: a line's most probable topic, a tab, and its topic proportions E_q[theta].
+
+    A line is one document, its tokens separated by whitespace (as the topic
+    model was trained); a blank line is no document and stays blank. The
+    proportions of a document depend on that document alone, so batches do
+    not change them.
+    """
+
+    batch_size: int = 500
+    label = "tagging"
+    done = "Topics"
+
+    @staticmethod
+    def load(data: bytes):
+        from ..topics import TopicModel
+
+        return TopicModel.from_bytes(data, "<the topic model sent to the worker>")
+
+    def check(self, model) -> None:
+        """Tagging takes no option the model could refuse."""
+
+    def __call__(self, model, batch: Batch, source: str) -> TaskOutput:
+        from ..text_units import check_text
+
+        docs = [check_text(text, f"{source}:{number}").split() for number, text in batch]
+        proportions = iter(model.infer([d for d in docs if d]) if any(docs) else [])
+        out = []
+        for doc in docs:
+            if not doc:
+                out.append("")
+                continue
+            theta = next(proportions)
+            out.append(f"{int(theta.argmax())}\t" + " ".join(f"{p:.4f}" for p in theta))
+        return out, []

@@ -13,7 +13,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional, TextIO, Tuple
+from typing import Callable, Iterator, Optional, TextIO, Tuple
 
 import typer
 
@@ -100,11 +100,15 @@ RAY_ADDRESS_HELP = ray_address_setting().metadata["help"]
 WORKERS_HELP = "--backend ray: Ray actors, each holding the model (0: one per CPU of the cluster)"
 
 
-def _annotate(task, model_path: Path, input_path: str, output: Optional[Path], backend: str,
+def _annotate(task, load: Callable[[], object], input_path: str, output: Optional[Path], backend: str,
               ray_address: Optional[str], workers: int) -> None:
-    """Apply `task` to INPUT: a file or stdin into `output` (stdout when None), or a directory into shards."""
+    """Apply `task` to INPUT: a file or stdin into `output` (stdout when None), or a directory into shards.
+
+    `load` gives the model (called after the options are checked). Shared by
+    segment, parse and tag-topics, so that they take the same options.
+    """
     _choice(backend, BACKEND_CHOICES, "--backend")
-    model = _load_model(model_path)
+    model = load()
     task.check(model)
     if input_path != "-" and Path(input_path).is_dir():
         from .directory import annotate_directory
@@ -163,7 +167,8 @@ def segment_cli(
     """
     from ..annotation.tasks import Segment
 
-    _annotate(Segment(category, level, batch_size), model_path, input_path, output, backend, ray_address, workers)
+    _annotate(Segment(category, level, batch_size), lambda: _load_model(model_path), input_path, output, backend,
+              ray_address, workers)
 
 
 @app.command("parse")
@@ -187,4 +192,4 @@ def parse_cli(
     """
     from ..annotation.tasks import Parse
 
-    _annotate(Parse(compact), model_path, input_path, output, backend, ray_address, workers)
+    _annotate(Parse(compact), lambda: _load_model(model_path), input_path, output, backend, ray_address, workers)
