@@ -14,8 +14,12 @@ import contextlib
 import itertools
 import math
 import os
+import shutil
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 
@@ -134,6 +138,42 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
 
+
+
+@pytest.fixture
+def two_raylets(monkeypatch):
+    """A head of one CPU and a second raylet of one CPU joined to it: two nodes on this machine.
+
+    Both keep their sockets and logs in a folder of their own, by which the
+    teardown finds and stops exactly their processes (not `ray stop`, which
+    stops every Ray process of the machine).
+    """
+    pytest.importorskip("ray", reason=NO_RAY)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("finds the raylets' processes in /proc")
+    ray_cli = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
+    if ray_cli is None:
+        pytest.skip("the `ray` command is not on PATH; two raylets cannot be started")
+    folder = tempfile.mkdtemp(prefix="sag-ray-", dir="/tmp")  # short: a socket path has at most 107 bytes
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the driver and both raylets, without a shared token
+    env = {**os.environ, "RAY_TMPDIR": folder}
+    run = dict(env=env, capture_output=True, text=True, timeout=120)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
+    try:
+        head = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
+                              **run)
+        if head.returncode != 0:
+            pytest.skip(f"`ray start --head` failed: {head.stderr.strip().splitlines()[-1:]}")
+        second = subprocess.run([ray_cli, "start", f"--address=127.0.0.1:{port}", *common], **run)
+        assert second.returncode == 0, second.stderr
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop_processes(processes_of(folder))
+        assert not processes_of(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------

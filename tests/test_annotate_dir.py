@@ -11,6 +11,7 @@ and keeps complete shards. The Ray tests skip when ray is not installed.
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -258,7 +259,7 @@ def test_ray_shards_equal_local_ones_and_run_on_two_workers(cluster, model_dir, 
     workers = RayWorkers(task, model, workers=2)
     events = []
     try:
-        pids = set(workers.pids())
+        pids = {pid for _, pid in workers.where()}
         counts = annotate_shards(task, workers, pending, events.append)
     finally:
         workers.close()
@@ -281,6 +282,30 @@ def test_ray_shards_equal_local_ones_and_run_on_two_workers(cluster, model_dir, 
                  "--batch-size", "7")
     assert result.exit_code == 0, result.output
     assert shards_of(tmp_path / "one") == expected["segment"]
+
+
+def test_a_killed_ray_worker_is_restarted_and_its_batches_sent_again(cluster, model_dir, corpus, expected,
+                                                                      tmp_path):
+    from spacy_ag.annotation.on_ray import RayWorkers
+
+    task = Segment(batch_size=7)
+    pending, _ = plan_shards(corpus, tmp_path / "seg")
+    workers = RayWorkers(task, AdaptorGrammar.load(model_dir), workers=2)
+    killed, pids = [], []
+
+    def kill_one(event):
+        if event["event"] == "batch":
+            pids.append(event["pid"])
+            if not killed:
+                os.kill(event["pid"], signal.SIGKILL)
+                killed.append(event["pid"])
+
+    try:
+        counts = annotate_shards(task, workers, pending, kill_one)
+    finally:
+        workers.close()
+    assert killed and len(set(pids)) == 3  # the killed actor, the one started in its place, the other
+    assert counts["lines"] == 96 and shards_of(tmp_path / "seg") == expected["segment"]
 
 
 def test_ray_topic_tags_equal_local_ones(cluster, topics, tmp_path):
@@ -334,3 +359,35 @@ def test_ctrl_c_stops_a_ray_directory_run_its_workers_and_its_cluster(model_dir,
     resumed = run("segment", model_dir, corpus, "--output", out, "--batch-size", "1")
     assert resumed.exit_code == 0, resumed.output
     assert len(shards_of(out)) == 300
+
+
+#: A driver of its own for the two-raylet cluster: segments a directory, prints the actors' nodes.
+TWO_NODE_DRIVER = """
+import json, sys
+from pathlib import Path
+from spacy_ag.annotation import Segment, annotate_shards, plan_shards
+from spacy_ag.annotation.on_ray import RayWorkers
+from spacy_ag.model import AdaptorGrammar
+address, model, corpus, out = sys.argv[1:]
+task = Segment(batch_size=7)
+workers = RayWorkers(task, AdaptorGrammar.load(model), address)
+try:
+    where = workers.where()
+    annotate_shards(task, workers, plan_shards(Path(corpus), Path(out))[0])
+finally:
+    workers.close()
+print(json.dumps(sorted({node for node, _ in where})))
+"""
+
+
+def test_shards_written_on_two_raylets_equal_local_ones(model_dir, corpus, expected, two_raylets, tmp_path):
+    done = subprocess.run([sys.executable, "-c", TWO_NODE_DRIVER, two_raylets, str(model_dir), str(corpus),
+                           str(tmp_path / "lib")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout.strip().splitlines()[-1])) == 2  # an actor of one CPU on each raylet
+    assert shards_of(tmp_path / "lib") == expected["segment"]
+    cli = subprocess.run([sys.executable, "-m", "spacy_ag", "parse", str(model_dir), str(corpus), "--output",
+                          str(tmp_path / "trees"), "--backend", "ray", "--ray-address", two_raylets],
+                         capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    assert shards_of(tmp_path / "trees") == expected["parse"]

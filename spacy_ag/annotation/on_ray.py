@@ -38,8 +38,10 @@ class _Annotator:
         self.task = task
         self.model = task.load(ray.get(model_ref[0]))
 
-    def pid(self) -> int:
-        return os.getpid()
+    def where(self):
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def annotate(self, source: str, batch: Batch):
         try:
@@ -66,9 +68,9 @@ class RayWorkers:
         self.window = _PER_ACTOR * n
         self.sent = 0
 
-    def pids(self):
-        """The process ids of the actors (they start when asked, if they had not yet)."""
-        return self.ray.get([a.pid.remote() for a in self.actors])
+    def where(self):
+        """(node id, process id) of each actor, once it has started."""
+        return self.ray.get([a.where.remote() for a in self.actors])
 
     def submit(self, source: str, batch: Batch):
         actor = self.actors[self.sent % len(self.actors)]
