@@ -115,8 +115,8 @@ def _annotate(task, load: Callable[[], object], input_path: str, output: Optiona
 
         annotate_directory(task, model, Path(input_path), output, backend, ray_address, workers)
         return
-    if backend != "local":
-        warn(f"--backend {backend} is for a directory INPUT; {input_path} is annotated in this process")
+    if backend != "local" or workers:
+        warn(f"--backend and --workers are for a directory INPUT; {input_path} is annotated in this process")
     from ..annotation.runner import batches
 
     warnings = 0
