@@ -11,7 +11,7 @@ This module imports nothing, so every floor of the package can use it.
 """
 from __future__ import annotations
 
-__all__ = ["ConfigError", "Errors", "ModelFileError", "SpacyAgError", "TextError", "TrainingLayerError", "coded"]
+__all__ = ["AnnotationError", "ConfigError", "Errors", "ModelFileError", "SpacyAgError", "TextError", "TrainingLayerError", "coded"]
 
 
 class _WithCodes(type):
@@ -95,6 +95,14 @@ class Errors(metaclass=_WithCodes):
     E112 = "unknown text units {units!r}; use one of {choices}"
     E113 = ("{source}: the corpus was read as {found} but the model's terminals are {expected}; read it with "
             "units={expected!r}")
+    # ---- annotating a directory (E130-E139)
+    E130 = "{path}: input directory not found"
+    E131 = "{path} is a directory: give --output DIR, where one output file per input file is written"
+    E132 = ("--output {output} is inside the input directory {input}: a rerun would read the output as input; "
+            "write it outside")
+    E133 = "--output {path} is a file; with a directory INPUT the output is a directory"
+    E134 = ("a Ray worker was lost {times} times (last: {err}); the complete shards are kept: check the "
+            "cluster's nodes, then run the command again to write the others")
 
 
 def coded(code: str, message: str) -> str:
@@ -139,3 +147,9 @@ class TrainingLayerError(SpacyAgError):
     """A training run that cannot start or continue as asked."""
 
     code = "E030"
+
+
+class AnnotationError(SpacyAgError):
+    """A directory of text that cannot be annotated as asked."""
+
+    code = "E130"

@@ -10,9 +10,17 @@ imports another.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import time
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -72,6 +80,100 @@ def assert_one_error_line(result, *fragments):
     for fragment in fragments:
         assert fragment in err[0], (fragment, err[0])
     return err[0]
+
+
+# ---------------------------------------------------------------------------
+# Ray clusters of the tests (tests/test_ray_backend.py, tests/test_annotate_dir.py)
+
+NO_RAY = "Ray is not installed (pip install spacy-ag[ray]); the Ray backend is not tested"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray cluster of two CPUs for the module."""
+    ray = pytest.importorskip("ray", reason=NO_RAY)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def processes_of(folder: str):
+    """The processes whose command line names `folder`, with their descendants (Ray's agents and workers)."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":  # a zombie is gone already
+            table[int(entry)] = (int(fields[1]), cmd)
+    ours = {pid for pid, (_, cmd) in table.items() if folder in cmd}
+    while True:
+        children = {pid for pid, (parent, _) in table.items() if parent in ours} - ours
+        if not children:
+            return ours
+        ours |= children
+
+
+def stop_processes(pids, grace: float = 5.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") and
+                                                  not _zombie(pid) for pid in pids):
+            time.sleep(0.2)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+
+@pytest.fixture
+def two_raylets(monkeypatch):
+    """A head of one CPU and a second raylet of one CPU joined to it: two nodes on this machine.
+
+    Both keep their sockets and logs in a folder of their own, by which the
+    teardown finds and stops exactly their processes (not `ray stop`, which
+    stops every Ray process of the machine).
+    """
+    pytest.importorskip("ray", reason=NO_RAY)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("finds the raylets' processes in /proc")
+    ray_cli = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
+    if ray_cli is None:
+        pytest.skip("the `ray` command is not on PATH; two raylets cannot be started")
+    folder = tempfile.mkdtemp(prefix="sag-ray-", dir="/tmp")  # short: a socket path has at most 107 bytes
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the driver and both raylets, without a shared token
+    env = {**os.environ, "RAY_TMPDIR": folder}
+    run = dict(env=env, capture_output=True, text=True, timeout=120)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
+    try:
+        head = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
+                              **run)
+        if head.returncode != 0:
+            pytest.skip(f"`ray start --head` failed: {head.stderr.strip().splitlines()[-1:]}")
+        second = subprocess.run([ray_cli, "start", f"--address=127.0.0.1:{port}", *common], **run)
+        assert second.returncode == 0, second.stderr
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop_processes(processes_of(folder))
+        assert not processes_of(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------

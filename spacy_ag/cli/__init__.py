@@ -3,10 +3,11 @@
 Commands: ``train`` (config-driven MCMC training, spaCy-style dotted
 overrides, checkpoints and ``--resume``; or, given a spaCy pipeline config,
 a pipeline directory), ``init-config`` (a starting pipeline config),
-``segment`` and ``parse`` (apply a trained model), ``check-grammar``,
-``evaluate`` (files or a pipeline), ``evaluate-morph`` (morph boundaries against
-a Morpho Challenge gold file) and ``demo`` (a self-contained run on
-generated data). Each lives in its own module; ``_common`` holds what they share.
+``segment`` and ``parse`` (apply a trained model, to a file or a
+directory), ``check-grammar``, ``evaluate`` (files or a pipeline),
+``evaluate-morph`` (morph boundaries against a Morpho Challenge gold file),
+``topics``, ``evaluate-topics`` and ``tag-topics`` (topic models) and
+``demo`` (a self-contained run on generated data). Each lives in its own module; ``_common`` holds what they share.
 
 Every expected failure (missing file, bad grammar, bad config, damaged model,
 unreadable corpus) prints one line ``✘ [code] <message>`` to stderr and exits

@@ -2,7 +2,10 @@
 
 Both read INPUT (a file or stdin) in batches, write stdout or a file that only
 appears complete, and show a line count on a terminal; the helpers for that are
-shared here.
+shared here. What a command does to a batch is its task
+(`spacy_ag.annotation.tasks`); a directory INPUT goes to
+`spacy_ag.cli.directory`, which applies the same task file by file, here or
+on a Ray cluster.
 """
 from __future__ import annotations
 
@@ -10,12 +13,13 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional, TextIO, Tuple
+from typing import Callable, Iterator, Optional, TextIO, Tuple
 
 import typer
 
+from ..settings import BACKEND_CHOICES, ray_address_setting
 from . import app
-from ._common import _errors_as_lines, _require_file, good, warn
+from ._common import _choice, _errors_as_lines, _require_file, good, warn
 
 
 def _model_dir(path: Path) -> Path:
@@ -45,17 +49,6 @@ def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
     path = Path(source)
     _require_file(path, "input file")
     yield from iter_lines(path)
-
-
-def _batches(lines: Iterator[Tuple[int, str]], size: int) -> Iterator[List[Tuple[int, str]]]:
-    batch: List[Tuple[int, str]] = []
-    for item in lines:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class _Writer:
@@ -101,12 +94,54 @@ def _line_progress(label: str, enabled: bool):
         yield lambda n: progress.advance(task, n)
 
 
+BACKEND_HELP = (f"With a directory INPUT: {' or '.join(BACKEND_CHOICES)} (local: this process; ray: a cluster, "
+                "after pip install spacy-ag[ray])")
+RAY_ADDRESS_HELP = ray_address_setting().metadata["help"]
+WORKERS_HELP = "--backend ray: Ray actors, each holding the model (0: one per CPU of the cluster)"
+
+
+def _annotate(task, load: Callable[[], object], input_path: str, output: Optional[Path], backend: str,
+              ray_address: Optional[str], workers: int) -> None:
+    """Apply `task` to INPUT: a file or stdin into `output` (stdout when None), or a directory into shards.
+
+    `load` gives the model (called after the options are checked). Shared by
+    segment, parse and tag-topics, so that they take the same options.
+    """
+    _choice(backend, BACKEND_CHOICES, "--backend")
+    model = load()
+    task.check(model)
+    if input_path != "-" and Path(input_path).is_dir():
+        from .directory import annotate_directory
+
+        annotate_directory(task, model, Path(input_path), output, backend, ray_address, workers)
+        return
+    if backend != "local" or workers:
+        warn(f"--backend and --workers are for a directory INPUT; {input_path} is annotated in this process")
+    from ..annotation.runner import batches
+
+    warnings = 0
+    with _Writer(output) as out, _line_progress(task.label, output is not None) as advance:
+        for batch in batches(_input_lines(input_path), task.batch_size):
+            lines, messages = task(model, batch, input_path)
+            for line in lines:
+                out.write(line + "\n")
+            for message in messages:
+                warn(message)
+            warnings += len(messages)
+            advance(len(batch))
+    if output is not None:
+        good(f"{task.done} written to {output}" + (f" ({warnings} lines without a parse)" if warnings else ""),
+             err=True)
+
+
 @app.command("segment")
 @_errors_as_lines
 def segment_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Model directory (OUTPUT/model of train)"),
-    input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one utterance per line; - for stdin"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
+    input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one utterance per line; - for stdin; "
+                                                                "or a directory of such files (with --output DIR)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout (a "
+                                                                       "directory for a directory INPUT)"),
     category: Optional[str] = typer.Option(None, "--category", "-c",
                                            help="Segmentation category (default: the model's, e.g. Word); several "
                                                 "joined by commas, e.g. Word,FuncWord1,FuncWord2,FuncWord3"),
@@ -114,6 +149,9 @@ def segment_cli(
     level: Optional[str] = typer.Option(None, "--level", "-l",
                                         help="Morph nonterminals, e.g. Stem,Suffix: print each word of a "
                                              "line as its morphs joined by + (walk+ing)"),
+    backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
 ) -> None:
     """Segment each line of INPUT into words, printed separated by single spaces.
 
@@ -121,87 +159,37 @@ def segment_cli(
     word list), each whitespace-separated word of a line is parsed on its own
     and printed as the yields of its outermost nodes at those levels, joined
     by + (Stem also matches the class-indexed Stem_3): `walking` -> `walk+ing`.
+
+    A directory INPUT is segmented file by file into --output DIR, one file of
+    the same relative path per input file; files already there are skipped,
+    so an interrupted run resumes (--backend ray spreads the lines over a
+    cluster).
     """
-    from ..text_units import check_text
+    from ..annotation.tasks import Segment
 
-    model = _load_model(model_path)
-    if category is not None:
-        from ..grammar import check_categories
-
-        check_categories(model.grammar, category, "--category")
-    if level is not None:
-        _segment_levels(model, input_path, output, level, batch_size)
-        return
-    with _Writer(output) as out, _line_progress("segmenting", output is not None) as advance:
-        for batch in _batches(_input_lines(input_path), batch_size):
-            texts = [check_text(text, f"{input_path}:{number}") for number, text in batch]
-            for words in model.segment(texts, category):
-                out.write(" ".join(words) + "\n")
-            advance(len(batch))
-    if output is not None:
-        good(f"Segmentation written to {output}", err=True)
-
-
-def _segment_levels(model, input_path: str, output: Optional[Path], level: str, batch_size: int) -> None:
-    """`segment --level`: every word of every line as its morphs (`spacy_ag.morphology.analysis`)."""
-    from ..morphology.analysis import analyse_words, format_morphs, label_matches, parse_levels
-
-    levels = parse_levels(level)
-    unknown = [name for name in levels if not any(label_matches(nt, [name]) for nt in model.grammar.nonterminals)]
-    if unknown:
-        raise ValueError(f"--level {','.join(unknown)}: not a nonterminal of the model's grammar (nor one with a "
-                         f"class index such as {unknown[0]}_1); choose from "
-                         + ", ".join(model.grammar.nonterminals))
-    with _Writer(output) as out, _line_progress("segmenting", output is not None) as advance:
-        for batch in _batches(_input_lines(input_path), batch_size):
-            lines = [text.split() for _, text in batch]
-            analyses = iter(analyse_words(model, [w for words in lines for w in words], levels))
-            for words in lines:
-                out.write(" ".join(format_morphs(next(analyses)[0]) for _ in words) + "\n")
-            advance(len(batch))
-    if output is not None:
-        good(f"Analyses written to {output}", err=True)
+    _annotate(Segment(category, level, batch_size), lambda: _load_model(model_path), input_path, output, backend,
+              ray_address, workers)
 
 
 @app.command("parse")
 @_errors_as_lines
 def parse_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Model directory (OUTPUT/model of train)"),
-    input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one sentence per line; - for stdin"),
+    input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one sentence per line; - for stdin; "
+                                                                "or a directory of such files (with --output DIR)"),
     compact: bool = typer.Option(True, "--compact/--full",
                                  help="Only adapted nodes and the root (py-cfg -C), or every node"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout (a "
+                                                                       "directory for a directory INPUT)"),
+    backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
 ) -> None:
     """Print the most probable tree of each line of INPUT, bracketed, one per line.
 
     A line the grammar cannot parse prints `(no parse)` and a warning on stderr.
+    A directory INPUT is parsed file by file into --output DIR, as for segment.
     """
-    from ..text_units import check_text
+    from ..annotation.tasks import Parse
 
-    model = _load_model(model_path)
-    known = model.compiled.term_index
-    failed = 0
-    with _Writer(output) as out, _line_progress("parsing", output is not None) as advance:
-        for batch in _batches(_input_lines(input_path), 200):
-            texts = []
-            for number, text in batch:
-                texts.append(model._terminals(check_text(text, f"{input_path}:{number}")))
-            trees = iter(model.parse([t for t in texts if t]))
-            for (number, _), terms in zip(batch, texts):
-                if not terms:
-                    out.write("\n")
-                    continue
-                tree = next(trees)
-                if tree is None:
-                    failed += 1
-                    out.write("(no parse)\n")
-                    unknown = sorted({t for t in terms if t not in known})
-                    why = (f"{len(unknown)} symbol(s) the grammar does not know: "
-                           + " ".join(repr(t) for t in unknown[:5])) if unknown else "the grammar has no parse"
-                    warn(f"{input_path}:{number}: no parse ({why})")
-                else:
-                    out.write(tree.bracketed(compact=compact) + "\n")
-            advance(len(batch))
-    if output is not None:
-        good(f"Trees written to {output}" + (f" ({failed} lines without a parse)" if failed else ""), err=True)
-
+    _annotate(Parse(compact), lambda: _load_model(model_path), input_path, output, backend, ray_address, workers)

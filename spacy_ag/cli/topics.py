@@ -1,4 +1,4 @@
-"""`spacy-ag topics` and `spacy-ag evaluate-topics`: look at and score a trained topic model.
+"""`spacy-ag topics`, `evaluate-topics` and `tag-topics`: look at, score and apply a trained topic model.
 
 MODEL is a topic-model directory (`spacy-ag train` with a topic config
 writes OUTPUT/model) or a spaCy pipeline directory with an ``ag_topics``
@@ -14,6 +14,7 @@ import typer
 
 from . import app
 from ._common import _errors_as_lines, _require_file, good, info, warn
+from .segment_parse import BACKEND_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
 
 
 def load_topic_model(path: Path):
@@ -162,3 +163,28 @@ def evaluate_topics_cli(
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(scores, indent=1, default=str) + "\n", encoding="utf8")
+
+
+@app.command("tag-topics")
+@_errors_as_lines
+def tag_topics_cli(
+    model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
+    input_path: str = typer.Argument(..., metavar="INPUT", help="Documents, one per line (tokens separated by "
+                                                                "whitespace); - for stdin; or a directory of such "
+                                                                "files (with --output DIR)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout (a "
+                                                                       "directory for a directory INPUT)"),
+    batch_size: int = typer.Option(500, "--batch-size", help="Documents per call", min=1),
+    backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
+) -> None:
+    """Print the topics of each document of INPUT: its most probable topic, a tab, and its topic
+    proportions E_q[theta] in topic order (4 decimals, separated by spaces); a blank line stays blank.
+
+    A directory INPUT is tagged file by file into --output DIR, as for segment.
+    """
+    from ..annotation.tasks import TagTopics
+
+    _annotate(TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output, backend,
+              ray_address, workers)

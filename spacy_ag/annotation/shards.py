@@ -1,0 +1,90 @@
+"""The shards of a directory run: one output file per input file, each appearing only when complete.
+
+An input file ``INPUT_DIR/a/b.txt`` becomes ``OUT_DIR/a/b.txt``. A shard is
+written to ``OUT_DIR/a/.b.txt.part`` and renamed over its name when its last
+line is written, so a shard that exists is complete: a rerun skips it, and a
+run stopped half-way resumes where it stopped (a stale ``.part`` file is
+simply written again). Hidden files and directories of the input (names
+starting with ".") are not read, so the temporary names cannot collide with
+an input.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, TextIO, Tuple
+
+from ..errors import AnnotationError, Errors
+
+__all__ = ["Shard", "ShardWriter", "plan_shards"]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One input file and where its output goes; `size` in bytes, for the progress."""
+
+    source: Path
+    target: Path
+    size: int
+
+    @property
+    def temporary(self) -> Path:
+        return self.target.with_name(f".{self.target.name}.part")
+
+
+def _input_files(root: Path) -> List[Path]:
+    """The regular, non-hidden files under `root`, in a fixed (sorted) order."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(Path(folder) / f for f in sorted(files)
+                     if not f.startswith(".") and os.path.isfile(os.path.join(folder, f)))
+    return found
+
+
+def plan_shards(input_dir: Path, output_dir: Optional[Path]) -> Tuple[List[Shard], List[Shard]]:
+    """Check the two directories and list the shards: (still to write, complete already).
+
+    Raises AnnotationError (one line) for a missing input directory, a missing
+    --output, an output inside the input (a rerun would read the shards as
+    input) and an output that is a file.
+    """
+    if not input_dir.is_dir():
+        raise AnnotationError(Errors.E130.format(path=input_dir))
+    if output_dir is None:
+        raise AnnotationError(Errors.E131.format(path=input_dir))
+    inside, outside = input_dir.resolve(), output_dir.resolve()
+    if outside == inside or inside in outside.parents:
+        raise AnnotationError(Errors.E132.format(output=output_dir, input=input_dir))
+    if output_dir.exists() and not output_dir.is_dir():
+        raise AnnotationError(Errors.E133.format(path=output_dir))
+    pending, complete = [], []
+    for source in _input_files(input_dir):
+        shard = Shard(source, output_dir / source.relative_to(input_dir), source.stat().st_size)
+        (complete if shard.target.is_file() else pending).append(shard)
+    return pending, complete
+
+
+class ShardWriter:
+    """Writes one shard under its temporary name; `commit` renames it into place, `discard` removes it."""
+
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        shard.target.parent.mkdir(parents=True, exist_ok=True)
+        self.stream: Optional[TextIO] = open(shard.temporary, "w", encoding="utf8", newline="\n")
+
+    def write(self, lines: List[str]) -> None:
+        self.stream.writelines(line + "\n" for line in lines)
+
+    def commit(self) -> None:
+        self.stream.close()
+        self.stream = None
+        os.replace(self.shard.temporary, self.shard.target)
+
+    def discard(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+            if self.shard.temporary.exists():
+                self.shard.temporary.unlink()
