@@ -350,6 +350,12 @@ def test_shipped_morphology_configs_load(tmp_path):
     configs = ROOT / "configs" / "morphology"
     sub = load_training_config(configs / "submorphs.cfg", {"paths.train": str(words)})
     assert build_model(sub).segment_category == "Morph" and not sub.sampler.sample_hyper
+    default = build_model(load_training_config(configs / "prefix-stem-suffix-submorphs.cfg",
+                                               {"paths.train": str(words)}))
+    assert default.segment_categories == ("PrefixMorph", "Stem", "SuffixMorph")
+    assert {"Prefix", "PrefixMorph", "Stem", "Suffix", "SuffixMorph", "SubMorph"} == set(default.grammar.adaptors)
+    model = default.fit(WORDS, iterations=5, seed=1)
+    assert all("".join(m) == w for m, w in zip(model.segment(WORDS), WORDS))
     classes = build_model(load_training_config(configs / "stem-suffix-classes.cfg", {"paths.train": str(words)}))
     assert {f"Word_{c}" for c in range(1, 7)} <= set(classes.grammar.adaptors)
     nlp = spacy.util.load_model_from_config(spacy.util.load_config(configs / "pipeline-en.cfg"), auto_fill=True)

@@ -458,7 +458,7 @@ def test_default_settings_and_topic_config(tmp_path):
     o = v["online"]
     assert (o.batch_size, o.refine_every, o.default_truncation) == (10, 5, 60)
     assert (o.tau, o.kappa, o.update_alpha, o.update_a, o.update_b) == (64, 0.8, False, False, False)
-    assert v["topics"].b == "auto"
+    assert v["topics"].b == 10.0
     with pytest.raises(ValueError, match="n_topics"):
         load_topic_config(config, ["--topics.n_topics", "0"])
     with pytest.raises(ValueError, match='topics.b must be a number > 0 or "auto"'):
@@ -467,7 +467,7 @@ def test_default_settings_and_topic_config(tmp_path):
 
 def test_auto_concentration_is_half_the_tokens_per_topic():
     docs = [["ab", "cd", "ab"], ["cd", "ef"]] * 10  # 50 tokens
-    model = TopicModel(5).fit(docs, passes=1)
+    model = TopicModel(5, b="auto").fit(docs, passes=1)
     assert model.b == pytest.approx(0.5 * 50 / 5)
     assert all(ad.b == pytest.approx(5.0) for ad in model.compiled.grammar.adaptors.values())
     assert TopicModel(5, b=3.0).fit(docs).b == 3.0

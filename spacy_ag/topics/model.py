@@ -20,7 +20,7 @@ from ..core.topics import TopicRules, absorb_documents, infer_documents
 from ..core.variational import stick_parameters
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
-    TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
+    TOPIC_B, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
     topic_online_settings,
 )
 from ..archive import reproducible
@@ -107,7 +107,7 @@ class TopicModel:
     see `spacy_ag.text_units`.
     """
 
-    def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: Union[float, str] = "auto",
+    def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: Union[float, str] = TOPIC_B,
                  online: Optional[OnlineSettings] = None, local_iterations: int = 20,
                  word_adapted: bool = False, history_size: int = 20, units: str = DEFAULT_UNITS):
         self.n_topics = n_topics
