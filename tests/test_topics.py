@@ -620,3 +620,65 @@ def test_get_topics_matrix_and_history_warnings(trained, tmp_path):
     result = runner.invoke(app, ["topics", str(tmp_path / "short"), "--history", "0", "--plot",
                                  str(tmp_path / "y.png")])
     assert result.exit_code == 0 and "too few for a history" in result.stderr and not (tmp_path / "y.png").exists()
+
+
+# ---------------------------------------------------------------------------
+# pyLDAvis export
+
+
+def test_word_probabilities_give_the_heldout_likelihood(model, vocab):
+    """log sum_i E[theta_i] P_i(w) over a document's tokens, from word_probabilities and infer,
+    is the held-out likelihood; an uncached word has exactly the base weight of every topic."""
+    docs = make_docs(vocab, 6, seed=9)[0]
+    theta = model.infer(docs)
+    total = 0.0
+    for d, doc in enumerate(docs):
+        probs = model.word_probabilities(doc)
+        total += float(np.log(theta[d] @ probs).sum())
+    assert total == pytest.approx(model.heldout_loglik(docs)["loglik"], rel=1e-9)
+    fresh = "".join(sorted(ALPHABET))[:7]
+    assert fresh not in {w for topic in vocab for w in topic}
+    L = model.learner
+    base = (L.V.lrho[L.R.word_chars[0]] + (len(fresh) - 1) * L.V.lrho[L.R.chars_more[0]]
+            + L.V.lrho[L.R.chars_last[0]]
+            + sum(L.V.lrho[L.R.char_rule[model.compiled.term_index[c]]] for c in fresh))
+    expected = np.exp(L.V.lrho[L.R.topic_word] + base)
+    assert model.word_probabilities([fresh, "\u00e9\u00e9"])[:, 0] == pytest.approx(expected, rel=1e-12)
+    assert not model.word_probabilities(["\u00e9\u00e9"]).any()  # a character the grammar never saw
+
+
+def test_pyldavis_data(model, vocab, matching):
+    from spacy_ag.topics.ldavis import pyldavis_data
+
+    docs = make_docs(vocab, 30, seed=5)[0]
+    docs[0] = docs[0] + ["\u00e9t\u00e9"]  # cannot be spelled: left out of every count
+    data = pyldavis_data(model, docs)
+    K, V = model.n_topics, len(data["vocab"])
+    phi = np.array(data["topic_term_dists"])
+    assert phi.shape == (K, V) and np.allclose(phi.sum(axis=1), 1.0) and (phi > 0).all()
+    assert np.allclose(data["doc_topic_dists"], model.infer([d[:-1] if i == 0 else d for i, d in enumerate(docs)]))
+    assert data["doc_lengths"] == [20] * 30 and sum(data["term_frequency"]) == 600
+    assert "\u00e9t\u00e9" not in data["vocab"] and data["term_frequency"] == sorted(data["term_frequency"],
+                                                                                     reverse=True)
+    # each true topic's words weigh more in its matched topic than in the others, on average
+    index = {w: j for j, w in enumerate(data["vocab"])}
+    for true, learned in enumerate(matching):
+        cols = [index[w] for w in vocab[true] if w in index]
+        assert phi[learned, cols].sum() > np.delete(phi[:, cols].sum(axis=1), learned).max()
+
+
+def test_cli_export_ldavis(trained, tmp_path):
+    root, result = trained
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "vis.json"
+    r = run(CliRunner(), "export-ldavis", root / "out" / "model", root / "docs.txt", "--output", out)
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text(encoding="utf8"))
+    assert set(data) == {"topic_term_dists", "doc_topic_dists", "doc_lengths", "vocab", "term_frequency"}
+    assert len(data["doc_lengths"]) == 150 and len(data["topic_term_dists"][0]) == len(data["vocab"])
+    try:
+        import pyLDAvis  # noqa: F401
+    except ImportError:
+        r = run(CliRunner(), "export-ldavis", root / "out" / "model", root / "docs.txt", "--output", out,
+                "--html", tmp_path / "vis.html")
+        assert r.exit_code == 1 and "pip install pyLDAvis" in r.output and not (tmp_path / "vis.html").exists()

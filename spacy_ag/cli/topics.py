@@ -188,3 +188,36 @@ def tag_topics_cli(
 
     _annotate(TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output, backend,
               ray_address, workers)
+
+
+@app.command("export-ldavis")
+@_errors_as_lines
+def export_ldavis_cli(
+    model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
+    docs_path: Path = typer.Argument(..., metavar="DOCS", help="Documents, one per line (tokens separated by "
+                                                               "whitespace): the vocabulary and the proportions"),
+    output: Path = typer.Option(..., "--output", "-o", help="JSON file of pyLDAvis.prepare's arguments"),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also render the pyLDAvis page here (needs "
+                                                             "pip install pyLDAvis)"),
+) -> None:
+    """Write what pyLDAvis needs to show the topics: `pyLDAvis.prepare(**json.load(open(OUTPUT)))`.
+
+    The vocabulary is the words of DOCS; each topic's row is its probability of those words,
+    cached and spelled from characters, renormalised over them (spacy_ag.topics.ldavis).
+    """
+    from ..archive import write_atomic_file
+    from ..topics.coherence import read_documents
+    from ..topics.ldavis import pyldavis_data
+
+    model = load_topic_model(model_path)
+    data = pyldavis_data(model, read_documents(_require_file(docs_path, "documents file")))
+    if html is not None:
+        try:
+            import pyLDAvis
+        except ImportError:
+            raise ValueError("--html needs pyLDAvis: pip install pyLDAvis (the JSON alone does not)") from None
+    write_atomic_file(output, (json.dumps(data) + "\n").encode("utf8"))
+    good(f"Wrote pyLDAvis data for {model.n_topics} topics and {len(data['vocab'])} words to {output}")
+    if html is not None:
+        pyLDAvis.save_html(pyLDAvis.prepare(**data), str(html))
+        good(f"Wrote {html}")

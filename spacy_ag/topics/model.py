@@ -16,7 +16,7 @@ import numpy as np
 from ..core.compiled import CompiledGrammar
 from ..core.online import OnlineLearner, _mix
 from ..core.state import yield_length, yield_terms
-from ..core.topics import TopicRules, absorb_documents, infer_documents
+from ..core.topics import TopicRules, absorb_documents, document_word_weights, infer_documents
 from ..core.variational import stick_parameters
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
@@ -330,6 +330,26 @@ class TopicModel:
                     rows.append(None)
             per_doc.append(rows)
         return theta, per_doc
+
+    def can_spell(self, word: str) -> bool:
+        """Whether every character of `word` is one the grammar knows (else no topic gives it mass)."""
+        self._require()
+        chars = self._chars(word)
+        return bool(chars) and all(c in self.compiled.term_index for c in chars)
+
+    def word_probabilities(self, words: Sequence[str]) -> np.ndarray:
+        """P_i(w) of each word under each topic, cached words and the character base together
+        (the G' weights of 4.3, as the E-step uses them): RETURNS (n_topics, len(words)); a word
+        with a character the grammar does not know has probability 0."""
+        self._require()
+        out = np.zeros((self.n_topics, len(words)))
+        known = [j for j, w in enumerate(words) if self.can_spell(w)]
+        if known:
+            chars, tok_ptr, _ = self._pack([[words[j] for j in known]])
+            L = self.learner
+            logp, _ = document_word_weights(L.G, L.state, L.V, L.R, chars, tok_ptr, 0, len(known))
+            out[:, known] = np.exp(logp).T
+        return out
 
     def heldout_loglik(self, docs: Sequence[Sequence[str]]) -> Dict[str, float]:
         """log likelihood of held-out documents, sum over tokens of log sum_i E[theta_i] P_i(w),
