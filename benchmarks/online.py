@@ -196,7 +196,7 @@ def run(args) -> Dict:
     import numba
     from spacy_ag.core.chain import SamplerSettings
     from spacy_ag.core.online import OnlineSettings
-    from spacy_ag.cli.train import sentence_gold
+    from spacy_ag.train.engine import sentence_gold
     from spacy_ag.corpus import DEFAULT_PUNCTUATION, read_corpus
     from spacy_ag.model import AdaptorGrammar
 
