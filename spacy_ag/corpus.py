@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_PUNCTUATION",
     "Corpus",
     "Piece",
+    "chunked",
     "iter_lines",
     "read_corpus",
     "split_chunks",
@@ -52,6 +53,19 @@ DEFAULT_PUNCTUATION: frozenset = frozenset(
 )
 
 MODES = ("chars", "tokens")
+
+
+def chunked(items: Iterable, size: int) -> Iterator[List]:
+    """Consecutive lists of `size` items of a stream (the last one shorter): minibatches and batches
+    without holding more than one of them."""
+    batch: List = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class Piece(NamedTuple):

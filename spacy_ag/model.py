@@ -22,7 +22,7 @@ from .core.state import OPEN, TAB_HWM, State
 from .core.viterbi import (
     ITEM_TABLE, ITEM_TERM, log_rho, log_table_weights, segment_batch, viterbi_chart, viterbi_items,
 )
-from .corpus import Corpus, read_corpus
+from .corpus import Corpus, chunked, read_corpus
 from .evaluation import segmentation_scores
 from .grammar import (
     Grammar, category_names, check_categories, expand_corpus_class, has_corpus_class, parse_grammar_text,
@@ -292,18 +292,8 @@ class AdaptorGrammar:
         if shuffle_buffer:
             chunks = shuffled_stream(chunks, shuffle_buffer, seed)
 
-        def batches():
-            batch: List[Sequence[str]] = []
-            for chunk in chunks:
-                batch.append(chunk)
-                if len(batch) == settings.batch_size:
-                    yield self._pack_batch(batch)
-                    batch = []
-            if batch:
-                yield self._pack_batch(batch)
-
         self._fix_spans()
-        stream = batches()
+        stream = (self._pack_batch(batch) for batch in chunked(chunks, settings.batch_size))
         first = next(stream, None)  # packing it compiles a [:corpus:] grammar
         if first is None:
             return self

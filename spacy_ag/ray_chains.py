@@ -42,8 +42,8 @@ from .archive import write_atomic_file
 from .errors import Errors, TrainingLayerError
 from .serialize import read_npz_bytes
 from .training import (
-    STOP_GRACE, ChainJob, ChainResult, MarginalCounts, TraceCallback, TrainingInterrupted, _ParentSignals,
-    _picklable, _RemoteTraceback, _StopRequest, run_chain,
+    STOP_GRACE, ChainJob, ChainResult, MarginalCounts, TraceCallback, TrainingInterrupted, _ChainDriver,
+    _ParentSignals, _picklable, _RemoteTraceback, _StopRequest, run_chain,
 )
 
 __all__ = ["MAX_RESTARTS", "run_chains_on_ray", "watch_chains"]
@@ -178,7 +178,7 @@ class _Running:
     ref: Any  # the task's ObjectRef
 
 
-class _RayChains:
+class _RayChains(_ChainDriver):
     """The driver of one run: starts the chains' tasks, relays their messages, restarts lost ones."""
 
     def __init__(self, ray, jobs: List[ChainJob], workers: int, callback: Optional[TraceCallback]):
@@ -306,16 +306,6 @@ class _RayChains:
         data = self.latest.get(chain)
         return 0 if data is None else int(read_npz_bytes(data, f"chain {chain}", "checkpoint")[1]["iteration"])
 
-    def _deliver(self, line: Dict) -> None:
-        if self.callback is None or self.callback_failed:
-            return
-        try:
-            self.callback(line)
-        except KeyboardInterrupt as err:  # as Ctrl-C: stop every chain, with checkpoints
-            self.stopped = self.stopped or int(getattr(err, "signum", None) or signal.SIGINT)
-        except Exception as err:
-            self.callback_failed = True
-            self.error = self.error or err
 
     def _result(self, job: ChainJob) -> ChainResult:
         arrays, meta = read_npz_bytes(self.latest[job.chain_index], f"chain {job.chain_index}", "checkpoint")

@@ -405,7 +405,29 @@ class _Worker:
     killed: bool = False
 
 
-class _ChainPool:
+class _ChainDriver:
+    """What every driver of parallel chains (`_ChainPool`, `spacy_ag.ray_chains`) does with the
+    callback: a Ctrl-C inside it stops every chain, with checkpoints; another error stops the run
+    and is raised at its end, and the callback is not called again."""
+
+    callback: Optional[TraceCallback]
+    error: Optional[BaseException]
+    stopped: int  # the signal of a stop that did not come from the driver's own signals
+    callback_failed: bool
+
+    def _deliver(self, line: Dict) -> None:
+        if self.callback is None or self.callback_failed:
+            return
+        try:
+            self.callback(line)
+        except KeyboardInterrupt as err:
+            self.stopped = self.stopped or int(getattr(err, "signum", None) or signal.SIGINT)
+        except Exception as err:
+            self.callback_failed = True
+            self.error = self.error or err
+
+
+class _ChainPool(_ChainDriver):
     """Parallel chains, one worker process per chain and at most `workers` at a time.
 
     Every worker has a pipe of its own to the parent and sends only small
@@ -525,16 +547,6 @@ class _ChainPool:
                 self.error = message[1]
                 self.error.__cause__ = _RemoteTraceback(message[2])
 
-    def _deliver(self, line: Dict) -> None:
-        if self.callback is None or self.callback_failed:
-            return
-        try:
-            self.callback(line)
-        except KeyboardInterrupt as err:  # as Ctrl-C: stop every chain, with checkpoints
-            self.stopped = self.stopped or int(getattr(err, "signum", None) or signal.SIGINT)
-        except Exception as err:
-            self.callback_failed = True
-            self.error = self.error or err
 
 
 def _warm_up(job: ChainJob) -> None:

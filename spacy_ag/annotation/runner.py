@@ -24,15 +24,15 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
-from ..corpus import iter_lines
+from ..corpus import chunked, iter_lines
 from ..errors import SpacyAgError
 from ..training import _ParentSignals
 from .shards import Shard, ShardWriter
 from .tasks import Batch
 
-__all__ = ["AnnotationInterrupted", "BatchResult", "LocalWorkers", "annotate_batch", "annotate_shards", "batches"]
+__all__ = ["AnnotationInterrupted", "BatchResult", "LocalWorkers", "annotate_batch", "annotate_shards"]
 
 #: Seconds between the driver's looks at a pending batch and at the signals.
 POLL = 0.2
@@ -63,18 +63,6 @@ def annotate_batch(task, model, batch: Batch, source: str) -> BatchResult:
     started = time.time()
     lines, warnings = task(model, batch, source)
     return BatchResult(lines, warnings, os.getpid(), started, time.time())
-
-
-def batches(lines: Iterator[Tuple[int, str]], size: int) -> Iterator[List[Tuple[int, str]]]:
-    """Consecutive lists of `size` numbered lines (the last one shorter)."""
-    batch: List[Tuple[int, str]] = []
-    for item in lines:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class LocalWorkers:
@@ -151,7 +139,7 @@ def annotate_shards(task, workers, shards: Sequence[Shard],
                 writer = ShardWriter(shard)
                 open_writers.append(writer)
                 estimated = 0
-                lines = batches(iter_lines(shard.source), task.batch_size)
+                lines = chunked(iter_lines(shard.source), task.batch_size)
                 while True:
                     try:
                         batch = next(lines, None)

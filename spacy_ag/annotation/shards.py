@@ -17,7 +17,7 @@ from typing import List, Optional, TextIO, Tuple
 
 from ..errors import AnnotationError, Errors
 
-__all__ = ["Shard", "ShardWriter", "plan_shards"]
+__all__ = ["PartFile", "Shard", "ShardWriter", "plan_shards"]
 
 
 @dataclass(frozen=True)
@@ -66,25 +66,36 @@ def plan_shards(input_dir: Path, output_dir: Optional[Path]) -> Tuple[List[Shard
     return pending, complete
 
 
-class ShardWriter:
-    """Writes one shard under its temporary name; `commit` renames it into place, `discard` removes it."""
+class PartFile:
+    """A text file written under a temporary name beside it: `commit` makes it appear whole (on disk,
+    then renamed over its name), `discard` removes the part written so far."""
 
-    def __init__(self, shard: Shard):
-        self.shard = shard
-        shard.target.parent.mkdir(parents=True, exist_ok=True)
-        self.stream: Optional[TextIO] = open(shard.temporary, "w", encoding="utf8", newline="\n")
+    def __init__(self, target: Path, temporary: Path):
+        self.target, self.temporary = target, temporary
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.stream: Optional[TextIO] = open(temporary, "w", encoding="utf8", newline="\n")
 
     def write(self, lines: List[str]) -> None:
         self.stream.writelines(line + "\n" for line in lines)
 
     def commit(self) -> None:
+        self.stream.flush()
+        os.fsync(self.stream.fileno())  # on disk before the rename makes it complete
         self.stream.close()
         self.stream = None
-        os.replace(self.shard.temporary, self.shard.target)
+        os.replace(self.temporary, self.target)
 
     def discard(self) -> None:
         if self.stream is not None:
             self.stream.close()
             self.stream = None
-            if self.shard.temporary.exists():
-                self.shard.temporary.unlink()
+            if self.temporary.exists():
+                self.temporary.unlink()
+
+
+class ShardWriter(PartFile):
+    """Writes one shard under its temporary name (`Shard.temporary`)."""
+
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        super().__init__(shard.target, shard.temporary)

@@ -9,7 +9,6 @@ on a Ray cluster.
 """
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,31 +51,27 @@ def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
 
 
 class _Writer:
-    """stdout or a file (written to a temporary name, renamed when complete)."""
+    """stdout or a file (written to a temporary name, renamed when complete: `PartFile`)."""
 
     def __init__(self, path: Optional[Path]):
         self.path = path
-        self.tmp = None if path is None else path.with_name(path.name + ".part")
-        self.stream: Optional[TextIO] = None
+        self.file = None
 
     def __enter__(self) -> TextIO:
         if self.path is None:
-            self.stream = sys.stdout
-        else:
-            if self.path.parent and not self.path.parent.exists():
-                self.path.parent.mkdir(parents=True)
-            self.stream = open(self.tmp, "w", encoding="utf8", newline="\n")
-        return self.stream
+            return sys.stdout
+        from ..annotation.shards import PartFile
+
+        self.file = PartFile(self.path, self.path.with_name(self.path.name + ".part"))
+        return self.file.stream
 
     def __exit__(self, exc_type, *rest) -> None:
-        if self.path is None:
-            self.stream.flush()
-            return
-        self.stream.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        elif self.tmp.exists():
-            self.tmp.unlink()
+        if self.file is None:
+            sys.stdout.flush()
+        elif exc_type is None:
+            self.file.commit()
+        else:
+            self.file.discard()
 
 
 @contextmanager
@@ -117,11 +112,11 @@ def _annotate(task, load: Callable[[], object], input_path: str, output: Optiona
         return
     if backend != "local" or workers:
         warn(f"--backend and --workers are for a directory INPUT; {input_path} is annotated in this process")
-    from ..annotation.runner import batches
+    from ..corpus import chunked
 
     warnings = 0
     with _Writer(output) as out, _line_progress(task.label, output is not None) as advance:
-        for batch in batches(_input_lines(input_path), task.batch_size):
+        for batch in chunked(_input_lines(input_path), task.batch_size):
             lines, messages = task(model, batch, input_path)
             for line in lines:
                 out.write(line + "\n")

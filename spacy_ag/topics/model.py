@@ -18,6 +18,7 @@ from ..core.online import OnlineLearner, _mix
 from ..core.state import yield_length, yield_terms
 from ..core.topics import TopicRules, absorb_documents, document_word_weights, infer_documents
 from ..core.variational import stick_parameters
+from ..corpus import chunked
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
     TOPIC_B, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
@@ -211,15 +212,7 @@ class TopicModel:
 
     def minibatches(self, docs: Iterable[Sequence[str]]) -> Iterable[List[Sequence[str]]]:
         """`docs` in minibatches of `online.batch_size` (the last one may be shorter)."""
-        B = self.online.batch_size
-        batch: List[Sequence[str]] = []
-        for doc in docs:
-            batch.append(doc)
-            if len(batch) == B:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        return chunked(docs, self.online.batch_size)
 
     def pass_order(self, n_docs: int, seed: int, pass_index: int) -> np.ndarray:
         """The order in which `fit` visits the documents in pass `pass_index`."""
@@ -317,13 +310,11 @@ class TopicModel:
         theta = gammas / gammas.sum(axis=1, keepdims=True)
         if not return_tokens:
             return theta
-        index = self.compiled.term_index
         per_doc, t = [], 0
         for doc in docs:
             rows = []
             for token in doc:
-                chars = self._chars(token)
-                if chars and all(c in index for c in chars):
+                if self.can_spell(token):
                     rows.append(phis[t])
                     t += 1
                 else:
