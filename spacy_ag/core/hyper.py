@@ -4,6 +4,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .borrowed import borrowed
 from .rng import uniform, uniform_pos
 from .state import OPEN, TAB_HWM
 
@@ -105,6 +106,7 @@ def log_rules(G, S, collapsed):
 @njit(cache=True)
 def log_posterior(G, S, collapsed):
     """log P(analyses | alpha, a, b) (3.14)."""
+    G, S = borrowed((G, S))
     t = log_rules(G, S, collapsed)
     for ad in range(S.ad_a.shape[0]):
         sizes, mult = size_histogram(S, ad)
@@ -186,6 +188,7 @@ def _slice_log_b(rng, sizes, mult, a, b, shape, scale, iterations):
 @njit(cache=True)
 def sample_hyperparameters(S, sample_a, beta_e, beta_f, gamma_shape, gamma_scale, rounds, iterations):
     """py-cfg's schedule: `rounds` of (b, a), then b once more, per adaptor with customers."""
+    S = borrowed(S)
     for ad in range(S.ad_a.shape[0]):
         if S.ad_n[ad] == 0:
             continue

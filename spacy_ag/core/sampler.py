@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from .analyses import add, fill_rho, free_tree, log_r, remove, same_analysis
+from .borrowed import borrowed
 from .chart import inside, new_chart, sample_tree, trie_need
 from .rng import shuffle, uniform_pos
 from .state import OPEN, TAB_HWM, room_ok, yield_terms
@@ -41,7 +42,7 @@ class Workspace:
         self.terms = np.zeros(m, np.int32)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh, stack, marked):
     """The Metropolis-Hastings test (3.9) between a removed analysis and a proposal.
 
@@ -63,7 +64,7 @@ def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh,
     return REJECTED
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, tasks, buf,
              stack, marked, stats):
     old = S.sent_root[d]
@@ -88,6 +89,8 @@ def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, 
 def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_unary, rho, chart,
           scale, ynode, tasks, buf, stats):
     """Resample the sentences order[pos:]; return the next position, or -(d+1) if d fails."""
+    G, S, words, rho, chart, scale, ynode, tasks, buf = borrowed(
+        (G, S, words, rho, chart, scale, ynode, tasks, buf))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
     while pos < order.shape[0]:
@@ -112,6 +115,8 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
     nothing is added (call `add_all` afterwards). Incremental: each sentence
     is drawn from G' of the state so far and added at once.
     """
+    G, S, words, rho, chart, scale, ynode, tasks, buf = borrowed(
+        (G, S, words, rho, chart, scale, ynode, tasks, buf))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     if not incremental:
         fill_rho(G, S, rho, collapsed, -1, 1.0)
@@ -137,6 +142,7 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
 @njit(cache=True)
 def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
     """Add the stored first analyses (batch initialization): each adapted node opens a table."""
+    G, S = borrowed((G, S))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     while pos < order.shape[0]:
         d = order[pos]
@@ -169,6 +175,8 @@ def open_tables(S, ad, rng):
 def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
                     tasks, buf, terms, stats):
     """Table-label resampling (3.12) for tables[pos:]; return the next position."""
+    G, S, rho, chart, scale, ynode, tasks, buf, terms = borrowed(
+        (G, S, rho, chart, scale, ynode, tasks, buf, terms))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
     while pos < tables.shape[0]:

@@ -22,6 +22,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .borrowed import borrowed
 from .expectations import digamma
 from .grammatons import create_entry, yield_node
 from .rng import uniform
@@ -140,10 +141,16 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     return loglik
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def infer_documents(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
     """Topic proportions (gammas), token responsibilities (phis, one row per token) and
     log likelihoods of documents, with the grammatons fixed; documents run in parallel."""
+    G, S, V, R = borrowed((G, S, V, R))
+    _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks)
+
+
+@njit(cache=True, parallel=True)
+def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
     for d in prange(doc_ptr.shape[0] - 1):
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
         logp, _ = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
@@ -184,6 +191,7 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
     Returns the next position; stopping early means the pools need the (nodes, tables, trie
     nodes) written to `need`.
     """
+    G, S, V, R = borrowed((G, S, V, R))
     K = R.topic_nt.shape[0]
     w = 1.0 / n_samples
     gamma = np.empty(K)

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from .analyses import free_tree
+from .borrowed import borrowed
 from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, sample_records, trie_need
 from .expectations import expected_log_theta, stick_expectations
 from .grammatons import (
@@ -71,7 +72,7 @@ def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_le
         r0 += count
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
     """Parse every sentence of the batch under G' and draw samp_len.shape[1] trees each, in parallel.
 
@@ -80,6 +81,12 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
     OVERFLOW (records did not fit: the caller enlarges and repeats). Each
     sentence has its own random stream, so results do not depend on threads.
     """
+    G, S, V = borrowed((G, S, V))
+    return _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
+
+
+@njit(cache=True, parallel=True)
+def _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
     for b in prange(batch.shape[0]):
         estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b)
 
@@ -129,6 +136,7 @@ def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
 def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built, need):
     """Count the sampled trees of batch[pos:]; return how far it got. Stopping early means the
     pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks."""
+    G, S, V = borrowed((G, S, V))
     n_samples = samp_len.shape[1]
     while pos < batch.shape[0]:
         if status[pos] != OK:
@@ -186,6 +194,7 @@ def refresh_weights(G, S, V, corr):
 
     `corr` multiplies the decayed statistics (1 without bias correction).
     """
+    G, S, V = borrowed((G, S, V))
     n_rules = V.gamma.shape[0]
     for r in range(n_rules):
         V.gamma[r] = V.alpha[r] + corr * V.gt[r] + S.f[r]
@@ -214,6 +223,7 @@ def prune(G, S, V, eps, truncation, stack):
     first; an entry still used by a kept entry stays even beyond K.
     Returns the number of entries removed.
     """
+    G, S, V = borrowed((G, S, V))
     removed = 0
     for ad in G.adaptor_order:
         entries = entries_by_rank(S, V, ad)
@@ -244,6 +254,7 @@ def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats, need):
     into the one earlier in stick order. stats: [changed, merged, inside calls].
     Returns the next position; stopping early means the pools need what `need` says (see `absorb`).
     """
+    G, S, V = borrowed((G, S, V))
     tasks = np.empty((rec.shape[0] + 8, 3), np.int64)
     while pos < entries.shape[0]:
         k = entries[pos]

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from .analyses import log_new_table, table_weight, theta_hat
+from .borrowed import borrowed
 from .chart import allowed, column, mask_cell, new_viterbi_chart, span_yields, split_bounds
 from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO, NO_SPAN_LIMIT
 from .segmentation import mark_words
@@ -230,6 +231,7 @@ def segment_batch(G, S, words, ptr, lrho, ltab, seg_mask, marks, scores):
     marks gets one slot per terminal plus one per text (as corpus_marks);
     scores[d] is the best log weight of text d (-inf: no parse, marks left 0).
     """
+    G, S = borrowed((G, S))
     max_n = 1
     for d in range(ptr.shape[0] - 1):
         max_n = max(max_n, ptr[d + 1] - ptr[d])
