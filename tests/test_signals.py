@@ -241,7 +241,8 @@ def test_parallel_workers_of_a_killed_parent_stop_with_checkpoints(engine, refer
 
 def test_a_second_run_on_the_same_output_is_refused(engine):
     out = engine / "out-locked"
-    first = Run(train_args(engine, out, 1), engine, out.name)
+    # long enough to be still running when the second run has started (a few seconds of imports)
+    first = Run(train_args(engine, out, 1) + ["--training.iterations", "100000"], engine, out.name)
     try:
         wait_for_progress(first, out, 1)
         config = (out / "config.cfg").read_bytes()
