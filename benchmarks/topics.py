@@ -411,19 +411,22 @@ def run_stream(args) -> Dict:
 # driver
 
 
-def child_argv(args, only: str, out: str) -> List[str]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--only", only, "--json", out]
+def child_argv(args, only: str, out: str, script: str = __file__) -> List[str]:
+    """`script --only SYSTEM --json OUT` with every other option of this run (a flag when True)."""
+    argv = [sys.executable, str(Path(script).resolve()), "--only", only, "--json", out]
     for key, value in vars(args).items():
-        if key in ("only", "json", "plot", "systems") or value is None:
+        if key in ("only", "json", "plot", "systems") or value is None or value is False:
             continue
-        argv += [f"--{key.replace('_', '-')}", str(value)]
+        flag = f"--{key.replace('_', '-')}"
+        argv += [flag] if value is True else [flag, str(value)]
     return argv
 
 
-def run_child(args, only: str) -> Dict:
+def run_child(args, only: str, script: str = __file__, env: Optional[Dict[str, str]] = None) -> Dict:
+    """Run one system in a process of its own (its peak memory is its own) and read its JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, f"{only}.json")
-        rc = subprocess.call(child_argv(args, only, out))
+        rc = subprocess.call(child_argv(args, only, out, script), env=env)
         if os.path.exists(out):
             with open(out, encoding="utf8") as f:
                 return json.load(f)
@@ -463,15 +466,23 @@ def settings_block(args, data) -> Dict:
     }
 
 
-def plot(results: Dict, path: str) -> None:
+def pyplot():
+    """matplotlib.pyplot on the file-only Agg backend, or None (with a message) when it is missing."""
     try:
         need("matplotlib")
     except Missing as exc:
         log(f"no plot: {exc}")
-        return
+        return None
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
+
+
+def plot(results: Dict, path: str) -> None:
+    plt = pyplot()
+    if plt is None:
+        return
     from matplotlib.ticker import MaxNLocator
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, label in ((axes[0], "pmi", "PMI"), (axes[1], "npmi", "NPMI")):

@@ -127,11 +127,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -572,27 +569,11 @@ def run_system(name: str, args) -> Dict:
 # driver
 
 
-def child_argv(args, only: str, out: str) -> List[str]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--only", only, "--json", out]
-    for key, value in vars(args).items():
-        if key in ("only", "json", "plot", "systems") or value is None or value is False:
-            continue
-        flag = f"--{key.replace('_', '-')}"
-        argv += [flag] if value is True else [flag, str(value)]
-    return argv
-
-
 def run_child(args, only: str) -> Dict:
     env = dict(os.environ)
     if args.workers:
         env.update({k: str(args.workers) for k in BLAS_THREADS})
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, f"{only}.json")
-        rc = subprocess.call(child_argv(args, only, out), env=env)
-        if os.path.exists(out):
-            with open(out, encoding="utf8") as f:
-                return json.load(f)
-        return {"error": f"{only} run failed with exit code {rc} (see the messages above)"}
+    return _base.run_child(args, only, script=__file__, env=env)
 
 
 STEP = {"tomotopy": "iterations", "gensim": "passes", "spacy_ag": "passes"}
@@ -680,14 +661,9 @@ def settings_block(args, data) -> Dict:
 
 
 def plot(results: Dict, path: str) -> None:
-    try:
-        need("matplotlib")
-    except Missing as exc:
-        log(f"no plot: {exc}")
+    plt = _base.pyplot()
+    if plt is None:
         return
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     labels = {"u_mass": "u_mass", "c_npmi": "c_npmi", "c_v": "c_v", "heldout_ll_per_token": "held-out LL / token"}
     eq = results["table"]["equal_wall_time"]
