@@ -162,14 +162,6 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
     sym_span, sym_suffix = G.sym_span, G.sym_suffix
-    # arrays taken out of the tuples once: each access through G.x or S.x inside the loops
-    # costs an atomic reference count increment and decrement
-    bin_left, bin_right, bin_rule, bin_parent = G.bin_left, G.bin_right, G.bin_rule, G.bin_parent
-    lex_ptr, lex_rule, lex_parent = G.lex_ptr, G.lex_rule, G.lex_parent
-    un_parent, un_child, un_rule = G.un_parent, G.un_child, G.un_rule
-    adaptor_nt, suffix_syms = G.adaptor_nt, G.suffix_syms
-    trie_head, tab_adaptor, tab_next, tab_count = S.trie_head, S.tab_adaptor, S.tab_next, S.tab_count
-    ad_a, ad_n, ad_b = S.ad_a, S.ad_n, S.ad_b
     width = chart.shape[1] - 2
     cache = np.zeros(n_ad)
     n_tables = np.zeros(n_ad, np.int64)
@@ -190,9 +182,9 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
             if length == 1:
                 t = words[i]
                 if t >= 0:
-                    for q in range(lex_ptr[t], lex_ptr[t + 1]):
-                        r = lex_rule[q]
-                        cell[lex_parent[q]] += 1.0 if r < 0 else rho[r]
+                    for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
+                        r = G.lex_rule[q]
+                        cell[G.lex_parent[q]] += 1.0 if r < 0 else rho[r]
                     kc = 0
             else:
                 if at_end:
@@ -210,44 +202,44 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                         if d >= POW2_NEG.shape[0]:
                             continue
                         fct = POW2_NEG[d]
-                        cl = s - i
-                        cr = column(s, j, width)
+                        left = chart[i, s - i]
+                        right = chart[s, column(s, j, width)]
                         for q in range(n_bin):
-                            lv = chart[i, cl, bin_left[q]]
+                            lv = left[G.bin_left[q]]
                             if lv == 0.0:
                                 continue
-                            rv = chart[s, cr, bin_right[q]]
+                            rv = right[G.bin_right[q]]
                             if rv == 0.0:
                                 continue
-                            r = bin_rule[q]
+                            r = G.bin_rule[q]
                             w = 1.0 if r < 0 else rho[r]
-                            cell[bin_parent[q]] += w * lv * rv * fct
+                            cell[G.bin_parent[q]] += w * lv * rv * fct
             # cached subtrees of this span
             y = ynode[i, c]
-            if y >= 0 and trie_head[y] >= 0:
+            if y >= 0 and S.trie_head[y] >= 0:
                 cache[:] = 0.0
-                k = trie_head[y]
+                k = S.trie_head[y]
                 if given or inv_temp != 1.0:
                     while k >= 0:
-                        ad = tab_adaptor[k]
+                        ad = S.tab_adaptor[k]
                         if ad != skip_ad:
                             if given:
                                 cache[ad] += math.exp(tab_lw[k])
                             else:
                                 cache[ad] += table_weight(S, k) ** inv_temp
-                        k = tab_next[k]
+                        k = S.tab_next[k]
                 else:
                     # sum_k (n_k - a) / (n + b) over the span's tables, one division per adaptor
                     n_tables[:] = 0
                     while k >= 0:
-                        ad = tab_adaptor[k]
-                        cache[ad] += tab_count[k]
+                        ad = S.tab_adaptor[k]
+                        cache[ad] += S.tab_count[k]
                         n_tables[ad] += 1
-                        k = tab_next[k]
+                        k = S.tab_next[k]
                     for ad in range(n_ad):
                         if n_tables[ad] > 0 and ad != skip_ad:
-                            cache[ad] = ((cache[ad] - n_tables[ad] * ad_a[ad])
-                                         / (ad_n[ad] + ad_b[ad]))
+                            cache[ad] = ((cache[ad] - n_tables[ad] * S.ad_a[ad])
+                                         / (S.ad_n[ad] + S.ad_b[ad]))
                         else:
                             cache[ad] = 0.0
                 cmax = cache.max()
@@ -261,15 +253,15 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                             cell[x] *= f
                     for ad in range(n_ad):
                         if cache[ad] > 0.0:
-                            cell[adaptor_nt[ad]] += math.ldexp(cache[ad], -kn)
+                            cell[G.adaptor_nt[ad]] += math.ldexp(cache[ad], -kn)
                     kc = kn
-            masking = mask_cell(cell, sym_span, suffix_syms, G.mask_span, length, at_end, 0.0)
+            masking = mask_cell(cell, sym_span, G.suffix_syms, G.mask_span, length, at_end, 0.0)
             # unary closure, children first
-            for q in range(un_parent.shape[0]):
-                v = cell[un_child[q]]
+            for q in range(G.un_parent.shape[0]):
+                v = cell[G.un_child[q]]
                 if v != 0.0 and (not masking
-                                 or allowed(sym_span, sym_suffix, un_parent[q], length, at_end)):
-                    cell[un_parent[q]] += rho[un_rule[q]] * v
+                                 or allowed(sym_span, sym_suffix, G.un_parent[q], length, at_end)):
+                    cell[G.un_parent[q]] += rho[G.un_rule[q]] * v
             m = 0.0
             for x in range(n_sym):
                 if cell[x] > m:

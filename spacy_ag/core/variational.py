@@ -82,7 +82,7 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
     sentence has its own random stream, so results do not depend on threads.
     """
     G, S, V = borrowed((G, S, V))
-    return _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
+    _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
 
 
 @njit(cache=True, parallel=True)
