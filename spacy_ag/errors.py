@@ -56,6 +56,8 @@ class Errors(metaclass=_WithCodes):
     E044 = ("chain {chain} was lost {times} times on the Ray cluster (last: {err}); it stopped at its last "
             "checkpoint, iteration {iteration}; check the cluster's nodes, then resume the run")
     E045 = "{path}: {what} is a directory; give the file itself"
+    E049 = ("an E-step worker was lost {times} times on the Ray cluster (last: {err}); the last checkpoint "
+            "holds every finished minibatch: check the cluster's nodes, then resume the run")
     E046 = "{path}:{line}: not a JSON object ({err}); a JSONL corpus has one {{\"text\": \"...\"}} per line"
     E047 = "{path}:{line}: the record has no \"text\"; a JSONL corpus has one {{\"text\": \"...\"}} per line"
     E048 = "{path}:{line}: \"text\" is {found}, not a string; a JSONL corpus has one {{\"text\": \"...\"}} per line"

@@ -38,7 +38,7 @@ from .training import (
     default_workers, run_chains, words_from_key,
 )
 from .online_training import (
-    VariationalRun, mode_settings, model_arrays, shuffled_stream, variational_from_arrays,
+    VariationalRun, mode_settings, model_arrays, remote_estep, shuffled_stream, variational_from_arrays,
 )
 from .text_units import (
     DEFAULT_UNITS, LEGACY_UNITS, check_text, check_units, is_control, is_hard_boundary, terminals, text_units,
@@ -169,21 +169,23 @@ class AdaptorGrammar:
         `checkpoint_dir`, every chain writes a checkpoint there; `resume=True`
         continues from them. `backend` and `ray_address` are the [training]
         settings of that name (None: their defaults): ``backend="ray"`` runs
-        the chains as tasks of a Ray cluster (`spacy_ag.ray_chains`), with the
-        same result.
+        the chains as tasks of a Ray cluster (`spacy_ag.ray_chains`), or, for
+        online and vb inference, the E-step of every minibatch on `workers`
+        Ray workers (`spacy_ag.ray_estep`; 0: one per CPU of the cluster),
+        with the same result.
         """
         corpus = self.read_corpus(corpus)
-        if self.inference != "mcmc":
-            return self._fit_variational(corpus, seed=seed, callback=callback, checkpoint_dir=checkpoint_dir,
-                                         checkpoint_every=checkpoint_every, resume=resume, gold=gold,
-                                         eval_every=eval_every)
-        compiled = self._prepare(corpus)
         given = {"backend": backend, "ray_address": ray_address}
         training = TrainingSettings(iterations=iterations, chains=chains, seed=seed, burn_in=burn_in,
                                     sample_every=sample_every, checkpoint_every=checkpoint_every,
                                     eval_every=eval_every, eval_at=tuple(eval_at), workers=workers,
                                     **check(TrainingSettings, {k: v for k, v in given.items() if v is not None},
                                             "training", partial=True))
+        if self.inference != "mcmc":
+            return self._fit_variational(corpus, seed=seed, callback=callback, checkpoint_dir=checkpoint_dir,
+                                         checkpoint_every=checkpoint_every, resume=resume, gold=gold,
+                                         eval_every=eval_every, training=training)
+        compiled = self._prepare(corpus)
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
         seg_mask = self._segment_mask()
@@ -237,7 +239,7 @@ class AdaptorGrammar:
         self._weights_cache = None  # the learner updates its arrays in place
 
     def _fit_variational(self, corpus: Corpus, *, seed: int, callback, checkpoint_dir, checkpoint_every: int,
-                         resume: bool, gold, eval_every: int) -> "AdaptorGrammar":
+                         resume: bool, gold, eval_every: int, training: TrainingSettings) -> "AdaptorGrammar":
         compiled = self._prepare(corpus)
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         settings = mode_settings(self.inference, self.online, len(corpus))
@@ -264,7 +266,8 @@ class AdaptorGrammar:
         if meta is not None:
             run.restore(meta)
         try:
-            run.run_corpus(words, sent_ptr, settings.corpus_size or len(corpus))
+            with remote_estep(learner, training):
+                run.run_corpus(words, sent_ptr, settings.corpus_size or len(corpus))
         except UnparseableSentence as err:
             raise ValueError(f"{corpus.path or 'corpus'}:{corpus.lines[err.index]}: this sentence has no "
                              "parse under the grammar; check the grammar with `spacy-ag check-grammar`") from None

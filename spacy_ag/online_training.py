@@ -9,6 +9,7 @@ uninterrupted one.
 """
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -161,6 +162,24 @@ class VariationalRun:
                     raise TrainingInterrupted(None)
         self.epoch += 1
         self._line({"minibatch": learner.minibatches}, True)
+
+
+@contextlib.contextmanager
+def remote_estep(learner: OnlineLearner, training) -> Iterator[None]:
+    """With ``training.backend == "ray"``, the learner's E-steps run on Ray workers inside the block
+    (`spacy_ag.ray_estep`); they stop, with the cluster if the block started it, when it ends."""
+    if training.backend != "ray":
+        yield
+        return
+    from .ray_estep import RayEStep
+
+    workers = RayEStep(learner.compiled, learner.settings.samples, training.ray_address, training.workers)
+    learner.remote_estep = workers
+    try:
+        yield
+    finally:
+        learner.remote_estep = None
+        workers.close()
 
 
 def shuffled_stream(sentences: Iterable[Sequence[str]], buffer: int, seed: int) -> Iterator[Sequence[str]]:

@@ -67,16 +67,17 @@ def watch_chains(watcher: Optional[Callable[[ChainEvent], None]]) -> ContextMana
     and ``{"event": "lost", "chain", "attempt", "error", "iteration"}`` (the
     iteration its next attempt starts from).
     """
-    return _watching(watcher)
+    return watching(_WATCHER, watcher)
 
 
 @contextlib.contextmanager
-def _watching(watcher) -> Iterator[None]:
-    token = _WATCHER.set(watcher)
+def watching(var: contextvars.ContextVar, watcher) -> Iterator[None]:
+    """`watcher` in the context variable `var` inside the ``with`` (the watchers of the Ray modules)."""
+    token = var.set(watcher)
     try:
         yield
     finally:
-        _WATCHER.reset(token)
+        var.reset(token)
 
 
 class _Hub:
@@ -169,6 +170,22 @@ def _connect(address: Optional[str]):
         where = repr(address) if address else "on this machine"
         raise TrainingLayerError(Errors.E043.format(address=where, err=" ".join(str(err).split())[:200])) from None
     return ray, True
+
+
+class RayActors:
+    """Actors of one run, and the connection to their cluster (see `_connect`). Subclasses set
+    `ray`, `connected` and `actors`."""
+
+    def close(self) -> None:
+        """Stop the actors (their processes end), and the cluster if this run started it."""
+        for actor in self.actors:
+            self.ray.kill(actor)
+        self._disconnect()
+
+    def _disconnect(self) -> None:
+        if self.connected:
+            self.ray.shutdown()
+            self.connected = False
 
 
 @dataclasses.dataclass

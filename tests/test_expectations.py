@@ -44,3 +44,27 @@ def test_expected_log_theta_is_eq_8_per_parent():
     assert out[4] == pytest.approx(digamma(4.0) - digamma(7.0))
     # sub-normalised by Jensen's inequality, and more so for small pseudo-counts
     assert np.exp(out[:2]).sum() < 1 and np.exp(out[2:]).sum() < 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stick_expectations_of_a_long_grammaton_equal_the_sequential_sum(threads):
+    """Past 512 entries the digammas run on the threads; the result is the stick-order sum, exactly."""
+    import numba
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("numba has fewer threads here")
+    rng = np.random.default_rng(0)
+    nu1, nu2 = rng.uniform(0.1, 50.0, 3000), rng.uniform(0.1, 5000.0, 3000)
+    expected, rest = np.empty(3000), 0.0
+    for i in range(3000):
+        total = digamma(nu1[i] + nu2[i])
+        expected[i] = digamma(nu1[i]) - total + rest
+        rest += digamma(nu2[i]) - total
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        log_pi = np.empty(3000)
+        log_rho = stick_expectations(nu1, nu2, log_pi)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(log_pi, expected) and log_rho == rest

@@ -17,7 +17,7 @@ import os
 from typing import Optional
 
 from ..errors import AnnotationError, Errors, SpacyAgError
-from ..ray_chains import _connect
+from ..ray_chains import RayActors, _connect
 from .runner import BatchResult, annotate_batch
 from .tasks import Batch
 
@@ -50,7 +50,7 @@ class _Annotator:
             return err
 
 
-class RayWorkers:
+class RayWorkers(RayActors):
     """The actors of one run on the cluster at `address` (None: the local one, started if need be)."""
 
     def __init__(self, task, model, address: Optional[str] = None, workers: int = 0):
@@ -90,14 +90,3 @@ class RayWorkers:
         if isinstance(out, BaseException):
             raise out
         return out
-
-    def close(self) -> None:
-        """Stop the actors (their processes end), and the cluster if this run started it."""
-        for actor in self.actors:
-            self.ray.kill(actor)
-        self._disconnect()
-
-    def _disconnect(self) -> None:
-        if self.connected:
-            self.ray.shutdown()
-            self.connected = False

@@ -206,6 +206,8 @@ def merge_entries(G, S, V, keep, drop, stack):
     V.f_batch[keep] += V.f_batch[drop]
     n_tab = S.counters[TAB_HWM]
     for t in range(n_tab):
+        if S.tab_count[drop] == 0:  # every reference has moved (tab_count counts them)
+            break
         if S.tab_state[t] != OPEN or t == drop:
             continue
         stack[0] = S.tab_label[t]

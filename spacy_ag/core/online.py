@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import resource
 import time
+from contextlib import contextmanager
 from typing import Dict, Optional
 
 import numba
@@ -18,19 +19,23 @@ import numpy as np
 from ..settings import OnlineSettings
 from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
+from .estep_shards import draw_trees
 from .grammatons import Variational, entries_by_rank, fit_capacity, new_variational
 from .rng import make_rng, shuffle
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
-    OK, OVERFLOW, UNPARSEABLE, absorb, decay, estep, grammaton_sizes, longest_entry,
-    merge_duplicates, prune, rank_by_counts, refresh_weights, rederive, sentence_statistics_from_analyses,
+    OK, UNPARSEABLE, absorb, decay, grammaton_sizes, longest_entry,
+    merge_duplicates, prune, rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout,
+    sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
 
 _MASK = (1 << 64) - 1
 #: Terminals in a minibatch below which the E-step runs on one thread (hand-offs would cost more).
 PARALLEL_MIN_TERMINALS = 2000
+#: Entries of one adaptor below which re-derivation draws on one thread.
+PARALLEL_MIN_ENTRIES = 64
 
 
 def _mix(*values: int) -> int:
@@ -78,6 +83,8 @@ class OnlineLearner:
         self.truncation = np.array([self._truncation(name) for name in compiled.adapted], np.int64)
         #: nonterminals whose Dirichlet prior the Newton steps leave alone
         self.alpha_fixed = np.zeros(G.n_nt, np.bool_)
+        #: draws the E-step elsewhere (`spacy_ag.ray_estep.RayEStep`); None: here, on `workers` threads
+        self.remote_estep = None
 
     # ------------------------------------------------------------------ settings
     def _truncation(self, name: str) -> int:
@@ -126,7 +133,6 @@ class OnlineLearner:
         per_tree = int(need_nodes(self._work_len, self.compiled.max_unary_chain)) + 16
         self.stack = np.empty(2 * per_tree + 16, np.int32)
         self.built = np.empty(per_tree, np.int32)
-        self.tree_rec = np.empty((per_tree, 6), np.int32)
         self.terms = np.empty(self._work_len + 1, np.int32)
 
     def drive(self, kernel, n_items: int) -> None:
@@ -145,29 +151,28 @@ class OnlineLearner:
     def sample(self, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray, stream: int):
         """Draw `samples` trees for each sentence of `batch` under the current G' (in parallel).
 
-        Returns (records, record offsets, tree lengths, tree log weights, status).
+        Returns `Draws` (records, record offsets, tree lengths, tree log weights, status). With
+        `remote_estep` set (the Ray backend), its workers draw, with the same result.
         """
-        s = self.settings
-        lengths = (sent_ptr[batch + 1] - sent_ptr[batch]).astype(np.int64)
         seeds = np.array([_mix(self.seed, stream, i) for i in range(len(batch))], dtype=np.uint64)
-        workers = max(1, min(s.workers or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
-        # threads pay off only when each gets a share worth a thread hand-off
-        parallel = workers > 1 and int(lengths.sum()) >= PARALLEL_MIN_TERMINALS
+        if self.remote_estep is not None:
+            return self.remote_estep.draw(self, words, sent_ptr, batch, seeds)
+        terminals = int((sent_ptr[batch + 1] - sent_ptr[batch]).sum())
+        with self._threads(terminals >= PARALLEL_MIN_TERMINALS):
+            draws, self.record_factor = draw_trees(self.G, self.state, self.V, words, sent_ptr, batch, seeds,
+                                                   self.settings.samples, self.record_factor)
+        return draws
+
+    @contextmanager
+    def _threads(self, worth_it: bool):
+        """Run the parallel kernels of the block on `workers` threads if the work is worth the
+        hand-offs, else on one; the results are the same either way (per-item random streams)."""
+        workers = max(1, min(self.settings.workers or numba.config.NUMBA_NUM_THREADS,
+                             numba.config.NUMBA_NUM_THREADS))
         threads = numba.get_num_threads()
-        numba.set_num_threads(workers if parallel else 1)
+        numba.set_num_threads(workers if worth_it else 1)
         try:
-            while True:
-                rec_ptr = np.zeros(len(batch) + 1, np.int64)
-                np.cumsum(s.samples * (self.record_factor * lengths + 16), out=rec_ptr[1:])
-                rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
-                samp_len = np.zeros((len(batch), s.samples), np.int64)
-                scores = np.zeros((len(batch), s.samples))
-                status = np.zeros(len(batch), np.int64)
-                estep(self.G, self.state, self.V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len,
-                      scores, status)
-                if not (status == OVERFLOW).any():
-                    return rec, rec_ptr, samp_len, scores, status
-                self.record_factor *= 2
+            yield
         finally:
             numba.set_num_threads(threads)
 
@@ -182,9 +187,10 @@ class OnlineLearner:
         if not len(batch):
             return {}
         started = time.perf_counter()
-        eps, scale = self.begin_minibatch(len(batch), corpus_size)
-        loglik = self._collect(words, sent_ptr, batch)
-        return self.end_minibatch(eps, scale, started, loglik)
+        with self._threads(True):
+            eps, scale = self.begin_minibatch(len(batch), corpus_size)
+            loglik = self._collect(words, sent_ptr, batch)
+            return self.end_minibatch(eps, scale, started, loglik)
 
     def begin_minibatch(self, n_items: int, corpus_size: Optional[int]):
         """Count the minibatch; return its step size and D / |B|."""
@@ -229,14 +235,10 @@ class OnlineLearner:
         corr = self.correction()
         removed = prune(G, self.state, self.V, eps, self.truncation, self.stack)
         refresh_weights(G, self.state, self.V, corr)
-        stats = np.zeros(3, np.int64)
+        stats = np.zeros(2, np.int64)
         if s.rederive:
-            rng = make_rng(_mix(self.seed, self.minibatches, 0x5EED))
             for ad in G.adaptor_order:
-                entries = entries_by_rank(self.state, self.V, ad)
-                self.drive(lambda pos, need: rederive(G, self.state, self.V, entries, pos, rng, self.tree_rec,
-                                                      self.terms, self.stack, self.built, stats, need), len(entries))
-            self.inside_calls += int(stats[2])
+                self._rederive(ad, stats)
             refresh_weights(G, self.state, self.V, corr)
         if s.update_alpha:
             update_alpha(G, self.V, s.hyper_iterations, self.alpha_fixed)
@@ -247,6 +249,22 @@ class OnlineLearner:
                 update_concentration(self.state, self.V, ad, corr, s.hyper_iterations)
         refresh_weights(G, self.state, self.V, corr)
         return {"pruned": int(removed), "rederived": int(stats[0]), "merged": int(stats[1])}
+
+    def _rederive(self, ad: int, stats: np.ndarray) -> None:
+        """Re-derive every entry of adaptor `ad` (4.9): draws in parallel, then applied in stick order."""
+        G = self.G
+        entries = entries_by_rank(self.state, self.V, ad)
+        rec_ptr = np.empty(len(entries) + 1, np.int64)
+        longest = int(rederive_layout(self.state, entries, self.compiled.max_unary_chain, rec_ptr))
+        rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
+        counts = np.empty(len(entries), np.int64)
+        base = np.uint64(_mix(self.seed, self.minibatches, 0x5EED, ad))
+        with self._threads(len(entries) >= PARALLEL_MIN_ENTRIES):
+            rederive_draws(G, self.state, self.V, entries, base, longest, rec, rec_ptr, counts)
+        self.inside_calls += len(entries)
+        self._workspace(longest)
+        self.drive(lambda pos, need: rederive_apply(G, self.state, self.V, entries, pos, rec, rec_ptr, counts,
+                                                    self.terms, self.stack, self.built, stats, need), len(entries))
 
     # ------------------------------------------------------------------ reporting
     def grammaton_sizes(self) -> Dict[str, int]:

@@ -4,9 +4,9 @@ One minibatch is: `estep` (parallel: inside chart of every sentence under
 G', S trees drawn into flat records, the state only read), `absorb`
 (sequential: records become f, g and h counts; new subtrees join their
 grammatons), `decay` (Eqs. 9-10) and `refresh_weights` (Eqs. 11-13 and 6-8:
-the next G'). Every u minibatches `prune` and `rederive` refine the
-truncation. Batch variational Bayes is the same code with one minibatch of
-the whole corpus and step size 1.
+the next G'). Every u minibatches `prune` and re-derivation (`rederive_draws`
+in parallel, then `rederive_apply`) refine the truncation. Batch variational
+Bayes is the same code with one minibatch of the whole corpus and step size 1.
 """
 import math
 
@@ -21,6 +21,7 @@ from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, find_entry, merge_entries,
     new_table_node, remove_entry, same_derivation, yield_node,
 )
+from .sampler import need_nodes
 from .state import (
     OPEN, RULE, TAB_HWM, TERM, alloc_node, room_ok, yield_length, yield_terms,
 )
@@ -246,46 +247,96 @@ def prune(G, S, V, eps, truncation, stack):
 
 
 @njit(cache=True)
-def rederive(G, S, V, entries, pos, rng, rec, terms, stack, built, stats, need):
-    """Draw a new derivation for entries[pos:] of one adaptor from G' without its own entries (4.9).
+def entry_seed(base, e):
+    """The seed of entry e's random stream in one re-derivation pass: a splitmix64 hash of
+    (base, e), so that neighbouring streams share no state (seeded_rng(s) and seeded_rng(s + 1)
+    would overlap)."""
+    z = np.uint64(base) + np.uint64(e + 1) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
-    Lower subtrees of the draw that are not entries yet join their
-    grammatons; an entry whose new derivation equals another entry is merged
-    into the one earlier in stick order. stats: [changed, merged, inside calls].
-    Returns the next position; stopping early means the pools need what `need` says (see `absorb`).
+
+@njit(cache=True)
+def rederive_layout(S, entries, max_unary, rec_ptr):
+    """rec_ptr[e]:rec_ptr[e+1] is the record room of entries[e]'s draw: the most nodes a tree
+    over its yield can have. Returns the longest yield. rec_ptr: (len(entries) + 1,)."""
+    longest = 0
+    rec_ptr[0] = 0
+    for e in range(entries.shape[0]):
+        n = yield_length(S, S.tab_yield[entries[e]])
+        longest = max(longest, n)
+        rec_ptr[e + 1] = rec_ptr[e] + need_nodes(n, max_unary) + 16
+    return longest
+
+
+@njit(cache=True)
+def rederive_draws(G, S, V, entries, base, longest, rec, rec_ptr, counts):
+    """Phase 1 of re-derivation (4.9): draw a new derivation of every entry of one adaptor from G'
+    without that adaptor's entries, in parallel; the state is only read.
+
+    Entry e's records go to rec[rec_ptr[e]:rec_ptr[e] + counts[e]]; counts[e] < 0: no draw (no
+    parse, or no room). Each entry has its own random stream (`entry_seed(base, e)`), so the draws
+    do not depend on the number of threads. Drawing every entry from the same G' is what the
+    sequential loop did too: the entries that applying a draw creates have zero weight until the
+    next `refresh_weights`, and merges touch only the skipped adaptor.
     """
     G, S, V = borrowed((G, S, V))
-    tasks = np.empty((rec.shape[0] + 8, 3), np.int64)
+    _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts)
+
+
+@njit(cache=True, parallel=True)
+def _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts):
+    for e in prange(entries.shape[0]):
+        _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e)
+
+
+@njit(cache=True)
+def _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e):
+    counts[e] = -1
+    k = entries[e]
+    terms = np.empty(longest + 1, np.int32)
+    n = yield_terms(S, S.tab_yield[k], terms)
+    ad = S.tab_adaptor[k]
+    chart, scale, ynode = new_chart(G, n)
+    if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, G.adaptor_nt[ad], ad, 1.0, V.lw) == NEG_INF:
+        return
+    r0, r1 = rec_ptr[e], rec_ptr[e + 1]
+    tasks = np.empty((r1 - r0 + 8, 3), np.int64)
+    buf = np.empty((n + 3, 3), np.int64)
+    rng = seeded_rng(entry_seed(base, e))
+    count, _ = sample_records(G, S, terms, n, V.rho, chart, scale, ynode, G.adaptor_nt[ad], ad, V.lw, rng,
+                              tasks, buf, rec, r0, r1)
+    counts[e] = count
+
+
+@njit(cache=True)
+def rederive_apply(G, S, V, entries, pos, rec, rec_ptr, counts, terms, stack, built, stats, need):
+    """Phase 2 of re-derivation, in stick order: an entry whose draw differs from its derivation
+    takes the new one; lower subtrees of the draw that are not entries yet join their grammatons;
+    an entry whose new derivation equals another entry is merged into the one earlier in stick
+    order. stats: [changed, merged]. Returns the next position; stopping early means the pools
+    need what `need` says (see `absorb`).
+    """
+    G, S, V = borrowed((G, S, V))
     while pos < entries.shape[0]:
         k = entries[pos]
-        if S.tab_state[k] != OPEN:  # merged away earlier in this pass
+        count = counts[pos]
+        if count < 0 or S.tab_state[k] != OPEN:  # no draw, or merged away earlier in this pass
             pos += 1
             continue
         n = yield_terms(S, S.tab_yield[k], terms)
-        if not room_ok(S, rec.shape[0], rec.shape[0], trie_need(G, n)):
-            need[0], need[1], need[2] = rec.shape[0], rec.shape[0], trie_need(G, n)
+        if not room_ok(S, count, count, trie_need(G, n)):
+            need[0], need[1], need[2] = count, count, trie_need(G, n)
             return pos
-        ad = S.tab_adaptor[k]
-        A = G.adaptor_nt[ad]
-        m = n + 1
-        chart, scale, ynode = new_chart(G, n)
-        stats[2] += 1
-        if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, 1.0, V.lw) == NEG_INF:
-            pos += 1
-            continue
-        buf = np.empty((m + 2, 3), np.int64)
-        count, _ = sample_records(G, S, terms, n, V.rho, chart, scale, ynode, A, ad, V.lw, rng, tasks, buf,
-                                  rec, 0, rec.shape[0])
-        if count < 0:
-            pos += 1
-            continue
-        new = materialize(G, S, V, rec, 0, count, terms, 0.0, stack, built)
+        new = materialize(G, S, V, rec, rec_ptr[pos], rec_ptr[pos] + count, terms, 0.0, stack, built)
         old = S.tab_label[k]
         if same_derivation(S, new, old, stack):
             free_tree(S, new, stack)
             pos += 1
             continue
         stats[0] += 1
+        ad = S.tab_adaptor[k]
         count_label(G, S, old, -1, stack)
         free_tree(S, old, stack)
         S.tab_label[k] = new

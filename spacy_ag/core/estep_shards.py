@@ -1,0 +1,106 @@
+"""The E-step of one minibatch split into shards that other processes draw (the Ray E-step).
+
+The E-step only reads the grammar, the weights of G' and the part of the
+state that finds cached subtrees by their yield; it writes nothing but its
+own records. So a worker that holds the compiled grammar needs, per
+minibatch, only `estep_weights` (the yield trie's hash table, the tables'
+lists and the rule and entry weights: a few arrays, no analyses), plus its
+shard of sentences and their seeds. Each sentence's random stream is seeded
+by its position in the whole minibatch, so `merge_shards` of the shards'
+draws equals `draw_trees` of the whole minibatch, bit for bit, whatever the
+number of shards. The driver then counts the merged trees (`absorb`) as it
+counts its own.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Sequence, Tuple
+
+import numpy as np
+
+from .grammatons import Variational
+from .state import State
+from .variational import OVERFLOW, estep
+
+#: The state arrays `estep` reads (the rest of the state is sent as empty arrays of the same type).
+ESTEP_STATE_FIELDS = ("ht_key", "ht_val", "trie_head", "tab_adaptor", "tab_next", "tab_count",
+                      "ad_a", "ad_b", "ad_n")
+#: The statistics `estep` reads: the rule weights and the entries' log weights of G'.
+ESTEP_VARIATIONAL_FIELDS = ("rho", "lw")
+
+
+class Draws(NamedTuple):
+    """Trees drawn for the sentences of a minibatch (or of one shard of it).
+
+    rec: (total records, 6) int32; rec_ptr: (sentences + 1,) int64, sentence b's records are
+    rec[rec_ptr[b]:rec_ptr[b+1]]; samp_len, scores: (sentences, samples) records and log weight
+    of each tree; status: (sentences,) OK or UNPARSEABLE.
+    """
+
+    rec: np.ndarray
+    rec_ptr: np.ndarray
+    samp_len: np.ndarray
+    scores: np.ndarray
+    status: np.ndarray
+
+
+def draw_trees(G, S, V, words, sent_ptr, batch, seeds, samples: int, record_factor: int) -> Tuple[Draws, int]:
+    """`samples` trees for each sentence of `batch`; returns the draws and the record factor that
+    sufficed (records are sized `record_factor` per terminal and tree, doubled until they fit;
+    the size does not change the draws)."""
+    lengths = (sent_ptr[batch + 1] - sent_ptr[batch]).astype(np.int64)
+    while True:
+        rec_ptr = np.zeros(len(batch) + 1, np.int64)
+        np.cumsum(samples * (record_factor * lengths + 16), out=rec_ptr[1:])
+        rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
+        samp_len = np.zeros((len(batch), samples), np.int64)
+        scores = np.zeros((len(batch), samples))
+        status = np.zeros(len(batch), np.int64)
+        estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
+        if not (status == OVERFLOW).any():
+            return Draws(rec, rec_ptr, samp_len, scores, status), record_factor
+        record_factor *= 2
+
+
+def estep_weights(S: State, V: Variational) -> Dict[str, np.ndarray]:
+    """What a worker needs to draw under the current G' (sent once per minibatch)."""
+    out = {name: getattr(S, name) for name in ESTEP_STATE_FIELDS}
+    out.update({"V." + name: getattr(V, name) for name in ESTEP_VARIATIONAL_FIELDS})
+    return out
+
+
+def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np.ndarray]):
+    """A state and statistics holding `weights` in arrays of the same types as the templates'
+    (a small `new_state` and `new_variational`), so the kernels compiled for a full state serve it."""
+    S = template_S._replace(**{name: weights[name] for name in ESTEP_STATE_FIELDS})
+    V = template_V._replace(**{name: weights["V." + name] for name in ESTEP_VARIATIONAL_FIELDS})
+    return S, V
+
+
+def split_batch(sent_ptr: np.ndarray, batch: np.ndarray, shards: int) -> List[Tuple[int, int]]:
+    """Contiguous (start, end) ranges of `batch` with about equal terminals each (empty ones left out)."""
+    lengths = (sent_ptr[batch + 1] - sent_ptr[batch]).astype(np.int64)
+    cum = np.cumsum(lengths)
+    total = int(cum[-1]) if len(cum) else 0
+    cuts = [0] + [int(np.searchsorted(cum, total * (i + 1) / shards, side="left")) + 1
+                  for i in range(shards - 1)] + [len(batch)]
+    cuts = [min(max(c, 0), len(batch)) for c in cuts]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def pack_shard(words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray, start: int, end: int):
+    """The sentences batch[start:end] as their own (words, sent_ptr), to send to a worker."""
+    ids = batch[start:end]
+    lengths = sent_ptr[ids + 1] - sent_ptr[ids]
+    ptr = np.zeros(len(ids) + 1, np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    out = np.concatenate([words[sent_ptr[d]:sent_ptr[d + 1]] for d in ids]) if len(ids) else words[:0]
+    return np.ascontiguousarray(out), ptr
+
+
+def merge_shards(parts: Sequence[Draws]) -> Draws:
+    """The draws of consecutive shards as the draws of their minibatch."""
+    offsets = np.cumsum([0] + [len(p.rec) for p in parts])
+    rec_ptr = np.concatenate([np.zeros(1, np.int64)] + [p.rec_ptr[1:] + offsets[i] for i, p in enumerate(parts)])
+    return Draws(np.concatenate([p.rec for p in parts]), rec_ptr,
+                 np.concatenate([p.samp_len for p in parts]), np.concatenate([p.scores for p in parts]),
+                 np.concatenate([p.status for p in parts]))

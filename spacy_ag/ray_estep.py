@@ -1,0 +1,154 @@
+"""The online and batch-variational E-step on a Ray cluster: ``backend = "ray"`` with
+``inference.mode = "online"`` or ``"vb"``.
+
+Workers are Ray actors, one CPU each, that hold the compiled grammar (sent
+once, through the object store). Per minibatch the driver puts the current
+weights of G' in the object store once (`estep_weights`: the yield trie's
+hash table, the entries' lists and the rule and entry weights), splits the
+minibatch into one contiguous shard per worker with about equal terminals,
+and sends each worker its shard's sentences and their seeds. The workers
+return their sampled trees as flat records, the sufficient statistics from
+which the driver counts f, g and h and grows the grammatons (`absorb`)
+exactly as a local E-step's. Every sentence's random stream is seeded by its
+position in the minibatch, so the model is the same, bit for bit, whatever
+the number of workers, and the same as on the local backend.
+
+A worker lost with its process or node is started again by Ray and its
+shard sent again (a shard's draws depend on its inputs alone), up to
+`MAX_RESTARTS` times. The driver alone reads the corpus and writes
+checkpoints, so nodes share no filesystem.
+
+Ray is imported here only, and this module only when a run asks for it.
+"""
+from __future__ import annotations
+
+import contextvars
+import os
+import time
+from typing import Any, Callable, ContextManager, Dict, List, Optional
+
+import numpy as np
+
+from .core.estep_shards import Draws, draw_trees, estep_view, estep_weights, merge_shards, pack_shard, split_batch
+from .errors import Errors, TrainingLayerError
+from .ray_chains import RayActors, _connect, watching
+
+__all__ = ["MAX_RESTARTS", "RayEStep", "watch_estep"]
+
+#: How often one worker may be started again after its process or node was lost.
+MAX_RESTARTS = 3
+
+_WATCHER: contextvars.ContextVar[Optional[Callable[[Dict[str, Any]], None]]] = contextvars.ContextVar(
+    "spacy_ag_ray_estep_watcher", default=None)
+
+
+def watch_estep(watcher: Optional[Callable[[Dict[str, Any]], None]]) -> ContextManager[None]:
+    """Report the E-step workers of the runs inside the ``with`` (as `spacy_ag.ray_chains.watch_chains`
+    does for chains): `watcher` receives ``{"event": "started", "workers": RayEStep}`` when they are up,
+    and ``{"event": "closing", "workers": [{"node", "pid", "spans"}, ...], "stats": ...}`` before they stop,
+    ``spans`` being the (start, end) wall times of each shard the worker drew."""
+    return watching(_WATCHER, watcher)
+
+
+class _EStepWorker:
+    """The Ray actor: the compiled grammar and a state template, kept for the whole run."""
+
+    def __init__(self, grammar_ref: list):
+        import numba
+        import ray
+
+        from .core.grammatons import new_variational
+        from .core.rng import make_rng
+        from .core.state import new_state
+
+        numba.set_num_threads(1)  # one CPU per actor: parallelism is across actors
+        self.G, self.samples = ray.get(grammar_ref[0])
+        n_ad = self.G.adaptor_nt.shape[0]
+        self.template_S = new_state(self.G.rule_parent.shape[0], self.G.n_nt, n_ad, 0, np.zeros(n_ad),
+                                    np.ones(n_ad), make_rng(0), node_cap=16, tab_cap=16, trie_cap=16)
+        self.template_V = new_variational(self.G.rule_alpha, n_ad, 16)
+        self.record_factor = 4
+        self.spans: List[tuple] = []
+
+    def where(self):
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def draw(self, weights_ref: list, words, sent_ptr, seeds) -> Draws:
+        import ray
+
+        started = time.time()
+        S, V = estep_view(self.template_S, self.template_V, ray.get(weights_ref[0]))
+        batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
+        draws, self.record_factor = draw_trees(self.G, S, V, words, sent_ptr, batch, seeds, self.samples,
+                                               self.record_factor)
+        self.spans.append((started, time.time()))
+        return draws
+
+    def report(self):
+        node, pid = self.where()
+        return {"node": node, "pid": pid, "spans": list(self.spans)}
+
+
+class RayEStep(RayActors):
+    """The E-step workers of one run on the cluster at `address` (None: the local one, started if need be).
+
+    `bytes_sent` and `bytes_received` count what crossed to and from the workers (weights once per
+    minibatch, shards, records), for `benchmarks/scale.py`.
+    """
+
+    def __init__(self, compiled, samples: int, address: Optional[str] = None, workers: int = 0):
+        ray, self.connected = _connect(address)
+        self.ray = ray
+        try:
+            n = workers if workers > 0 else max(1, int(ray.cluster_resources().get("CPU", 1)))
+            # held here for the run, so a restarted actor finds it; in a list, so that Ray does not resolve it
+            self.grammar_ref = ray.put((compiled.arrays, int(samples)))
+            actor = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(_EStepWorker)
+            self.actors = [actor.remote([self.grammar_ref]) for _ in range(n)]
+        except BaseException:
+            self._disconnect()
+            raise
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.minibatches = 0
+        self.watcher = _WATCHER.get()
+        if self.watcher is not None:
+            self.watcher({"event": "started", "workers": self})
+
+    def where(self):
+        """(node id, process id) of each worker, once it has started."""
+        return self.ray.get([a.where.remote() for a in self.actors])
+
+    def draw(self, learner, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray,
+             seeds: np.ndarray) -> Draws:
+        """The draws of `batch` under the learner's current G', from the workers."""
+        weights = estep_weights(learner.state, learner.V)
+        weights_ref = self.ray.put(weights)
+        refs = []
+        for i, (start, end) in enumerate(split_batch(sent_ptr, batch, len(self.actors))):
+            shard_words, shard_ptr = pack_shard(words, sent_ptr, batch, start, end)
+            shard_seeds = seeds[start:end]
+            refs.append(self.actors[i].draw.remote([weights_ref], shard_words, shard_ptr, shard_seeds))
+            self.bytes_sent += shard_words.nbytes + shard_ptr.nbytes + shard_seeds.nbytes
+        self.bytes_sent += len(refs) * sum(a.nbytes for a in weights.values())
+        try:
+            parts = self.ray.get(refs)
+        except self.ray.exceptions.RayActorError as err:
+            reason = " ".join(str(err).split())[:160]
+            raise TrainingLayerError(Errors.E049.format(times=MAX_RESTARTS + 1, err=reason)) from None
+        self.bytes_received += sum(sum(a.nbytes for a in p) for p in parts)
+        self.minibatches += 1
+        return merge_shards(parts)
+
+    def stats(self) -> Dict[str, float]:
+        return {"workers": len(self.actors), "minibatches": self.minibatches, "bytes_sent": self.bytes_sent,
+                "bytes_received": self.bytes_received}
+
+    def close(self) -> None:
+        """Stop the workers (their processes end), and the cluster if this run started it."""
+        if self.watcher is not None:
+            self.watcher({"event": "closing", "workers": self.ray.get([a.report.remote() for a in self.actors]),
+                          "stats": self.stats()})
+        super().close()
