@@ -94,8 +94,8 @@ class _EStepWorker:
 class RayEStep(RayActors):
     """The E-step workers of one run on the cluster at `address` (None: the local one, started if need be).
 
-    `bytes_sent` and `bytes_received` count what crossed to and from the workers (weights once per
-    minibatch, shards, records), for `benchmarks/scale.py`.
+    `stats()` counts the bytes that crossed to and from the workers (the weights, once per minibatch
+    and worker; the shards; the records), for `benchmarks/scale.py`.
     """
 
     def __init__(self, compiled, samples: int, address: Optional[str] = None, workers: int = 0):
@@ -110,8 +110,10 @@ class RayEStep(RayActors):
         except BaseException:
             self._disconnect()
             raise
-        self.bytes_sent = 0
-        self.bytes_received = 0
+        self.bytes_sent = 0  # weights to every worker, plus the shards
+        self.bytes_received = 0  # the records
+        self.weights_bytes = 0  # one copy of the weights per minibatch
+        self.shard_bytes = 0
         self.minibatches = 0
         self.watcher = _WATCHER.get()
         if self.watcher is not None:
@@ -125,14 +127,16 @@ class RayEStep(RayActors):
              seeds: np.ndarray) -> Draws:
         """The draws of `batch` under the learner's current G', from the workers."""
         weights = estep_weights(learner.state, learner.V)
+        shards_before, weights_before = self.shard_bytes, self.weights_bytes
         weights_ref = self.ray.put(weights)
         refs = []
         for i, (start, end) in enumerate(split_batch(sent_ptr, batch, len(self.actors))):
             shard_words, shard_ptr = pack_shard(words, sent_ptr, batch, start, end)
             shard_seeds = seeds[start:end]
             refs.append(self.actors[i].draw.remote([weights_ref], shard_words, shard_ptr, shard_seeds))
-            self.bytes_sent += shard_words.nbytes + shard_ptr.nbytes + shard_seeds.nbytes
-        self.bytes_sent += len(refs) * sum(a.nbytes for a in weights.values())
+            self.shard_bytes += shard_words.nbytes + shard_ptr.nbytes + shard_seeds.nbytes
+        self.weights_bytes += sum(a.nbytes for a in weights.values())
+        self.bytes_sent += self.shard_bytes - shards_before + len(refs) * (self.weights_bytes - weights_before)
         try:
             parts = self.ray.get(refs)
         except self.ray.exceptions.RayActorError as err:
@@ -144,7 +148,8 @@ class RayEStep(RayActors):
 
     def stats(self) -> Dict[str, float]:
         return {"workers": len(self.actors), "minibatches": self.minibatches, "bytes_sent": self.bytes_sent,
-                "bytes_received": self.bytes_received}
+                "bytes_received": self.bytes_received, "weights_bytes": self.weights_bytes,
+                "shard_bytes": self.shard_bytes}
 
     def close(self) -> None:
         """Stop the workers (their processes end), and the cluster if this run started it."""

@@ -108,15 +108,16 @@ BACKEND_CHOICES = ("local", "ray")
 
 def backend_setting() -> Any:
     """The one definition of ``backend``, shared by [training] and the components that fit chains."""
-    return setting("local", "where the chains run: processes on this machine (local) or tasks on a Ray "
-                            "cluster (ray, after `pip install spacy-ag[ray]`); the result is the same",
+    return setting("local", "where the chains (mcmc) or the E-step (online, vb) run: on this machine (local) "
+                            "or on a Ray cluster (ray, after `pip install spacy-ag[ray]`); the result is the same",
                    choices=BACKEND_CHOICES)
 
 
 def chain_workers_setting() -> Any:
     """The one definition of the chains' ``workers``, shared with `backend_setting`."""
     return setting(0, "processes for the chains (0: one per chain, at most the cores; ray: chains running at "
-                      "once, 0: as many as the cluster has CPUs for)", low=0)
+                      "once, 0: as many as the cluster has CPUs for; online and vb on ray: E-step workers, "
+                      "0: one per CPU of the cluster)", low=0)
 
 
 def ray_address_setting() -> Any:
