@@ -19,6 +19,7 @@ converted on load, with a warning.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -33,14 +34,14 @@ import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Union
+from typing import IO, Any, Dict, Iterator, List, Mapping, Union
 
 import numpy as np
 
 from .errors import Errors, ModelFileError
 
-__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "is_archive", "read_archive", "read_archive_bytes",
-           "remove_leftovers", "write_archive", "write_atomic_file"]
+__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "atomic_writer", "is_archive", "read_archive",
+           "read_archive_bytes", "remove_leftovers", "write_archive", "write_atomic_file"]
 
 FORMAT_VERSION = 2
 HEADER, GRAMMAR, ARRAYS = "header.json", "grammar.lt", "arrays.npz"
@@ -177,15 +178,17 @@ def _holding_sigterm(write):
     return held
 
 
-@_holding_sigterm
-def write_atomic_file(path: PathLike, data: bytes) -> None:
-    """Replace `path` by `data` atomically (temporary sibling, fsync, rename), with the user's umask."""
+@contextlib.contextmanager
+def atomic_writer(path: PathLike, text: bool = False) -> Iterator[IO]:
+    """A file that replaces `path` only once the `with` block ends without error (temporary
+    sibling, fsync, rename, the user's umask); on any error, Ctrl-C included, the part written
+    is removed and `path` is left as it was. Large outputs stream through it line by line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with (os.fdopen(fd, "w", encoding="utf8", newline="\n") if text else os.fdopen(fd, "wb")) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -194,6 +197,13 @@ def write_atomic_file(path: PathLike, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@_holding_sigterm
+def write_atomic_file(path: PathLike, data: bytes) -> None:
+    """Replace `path` by `data` atomically (`atomic_writer`), SIGTERM held back until it is done."""
+    with atomic_writer(path) as f:
+        f.write(data)
 
 
 @_holding_sigterm

@@ -46,7 +46,6 @@ class Errors(metaclass=_WithCodes):
     E034 = "--resume: no checkpoints in {path}; train without --resume to start a new run"
     E035 = ("--resume: the checkpoints in {path} are of a run with another {what} ({was} there, {now} now); "
             "train with the settings of that run, or without --resume into a new --output")
-    E036 = "--resume is not available with inference.stream = true; continue a saved model with partial_fit"
     E037 = "{path}: no text to train on"
     E038 = "{path} is a spaCy pipeline config: resume it with `spacy train`'s own checkpoints, not --resume"
     E039 = "pass the output directory with --output DIR"

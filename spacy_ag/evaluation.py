@@ -21,14 +21,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .corpus import DEFAULT_PUNCTUATION, iter_lines
 
 __all__ = [
     "evaluate_files",
     "format_scores",
+    "iter_segmented",
     "read_segmented",
+    "SegmentationCounts",
     "segmentation_scores",
     "spans_from_words",
     "words_from_boundaries",
@@ -95,22 +97,44 @@ def segmentation_scores(
     """
     if len(predicted) != len(gold):
         raise ValueError(f"{len(predicted)} predicted utterances but {len(gold)} gold utterances")
-    skip = frozenset(exclude or ())
+    counts = SegmentationCounts(exclude)
+    for p_utt, g_utt in zip(predicted, gold):
+        counts.add(p_utt, g_utt)
+    return counts.scores()
 
-    def kept(word: str) -> bool:
-        return not (len(word) == 1 and word in skip)
 
-    tok = [0, 0, 0]  # correct, predicted, gold
-    bnd = [0, 0, 0]
-    bnd_all = [0, 0, 0]
-    lex_pred, lex_gold = set(), set()
-    for i, (p_utt, g_utt) in enumerate(zip(predicted, gold), 1):
-        p_words, g_words = _words(p_utt), _words(g_utt)
+class SegmentationCounts:
+    """The counts behind `segmentation_scores`, added one utterance at a time.
+
+    A segmentation streamed from a large file is scored without holding it:
+    only the counts and the two word-type sets (as large as the lexicon, not
+    the corpus) are kept.
+    """
+
+    def __init__(self, exclude: Optional[Iterable[str]] = None):
+        self.skip = frozenset(exclude or ())
+        self.tok = [0, 0, 0]  # correct, predicted, gold
+        self.bnd = [0, 0, 0]
+        self.bnd_all = [0, 0, 0]
+        self.lex_pred: set = set()
+        self.lex_gold: set = set()
+        self.n_utterances = 0
+
+    def _kept(self, word: str) -> bool:
+        return not (len(word) == 1 and word in self.skip)
+
+    def add(self, predicted: Utterance, gold: Utterance) -> None:
+        """Count one utterance; ValueError (naming its 1-based index) if the two spell different text."""
+        self.n_utterances += 1
+        p_words, g_words = _words(predicted), _words(gold)
         p_text, g_text = "".join(p_words), "".join(g_words)
         if p_text != g_text:
-            raise ValueError(f"utterance {i}: predicted characters {p_text!r} differ from gold {g_text!r}")
+            raise ValueError(f"utterance {self.n_utterances}: predicted characters {p_text!r} differ from "
+                             f"gold {g_text!r}")
+        kept = self._kept
         p_spans = {s for s, w in zip(spans_from_words(p_words), p_words) if kept(w)}
         g_spans = {s for s, w in zip(spans_from_words(g_words), g_words) if kept(w)}
+        tok = self.tok
         tok[0] += len(p_spans & g_spans)
         tok[1] += len(p_spans)
         tok[2] += len(g_spans)
@@ -118,31 +142,35 @@ def segmentation_scores(
         p_b = {s for s, _ in spans_from_words(p_words) if s > 0}
         g_b = {s for s, _ in spans_from_words(g_words) if s > 0}
         common = len(p_b & g_b)
-        bnd[0] += common
-        bnd[1] += len(p_b)
-        bnd[2] += len(g_b)
+        self.bnd[0] += common
+        self.bnd[1] += len(p_b)
+        self.bnd[2] += len(g_b)
         edges = 2 if g_text else 0  # an empty utterance has no edges to score
-        bnd_all[0] += common + edges
-        bnd_all[1] += len(p_b) + edges
-        bnd_all[2] += len(g_b) + edges
+        self.bnd_all[0] += common + edges
+        self.bnd_all[1] += len(p_b) + edges
+        self.bnd_all[2] += len(g_b) + edges
 
-        lex_pred.update(w for w in p_words if kept(w))
-        lex_gold.update(w for w in g_words if kept(w))
+        self.lex_pred.update(w for w in p_words if kept(w))
+        self.lex_gold.update(w for w in g_words if kept(w))
 
-    scores: Dict[str, float] = {}
-    type_counts = (len(lex_pred & lex_gold), len(lex_pred), len(lex_gold))
-    for name, counts in (("token", tok), ("boundary", bnd), ("boundary_all", bnd_all), ("type", type_counts)):
-        p, r, f = _prf(*counts)
-        scores[f"{name}_p"], scores[f"{name}_r"], scores[f"{name}_f"] = p, r, f
-    scores.update(
-        n_utterances=len(gold),
-        n_pred_tokens=tok[1],
-        n_gold_tokens=tok[2],
-        n_correct_tokens=tok[0],
-        n_pred_types=len(lex_pred),
-        n_gold_types=len(lex_gold),
-    )
-    return scores
+    def scores(self) -> Dict[str, float]:
+        """The scores of everything added so far (see `segmentation_scores`)."""
+        scores: Dict[str, float] = {}
+        lex_pred, lex_gold = self.lex_pred, self.lex_gold
+        type_counts = (len(lex_pred & lex_gold), len(lex_pred), len(lex_gold))
+        for name, counts in (("token", self.tok), ("boundary", self.bnd), ("boundary_all", self.bnd_all),
+                             ("type", type_counts)):
+            p, r, f = _prf(*counts)
+            scores[f"{name}_p"], scores[f"{name}_r"], scores[f"{name}_f"] = p, r, f
+        scores.update(
+            n_utterances=self.n_utterances,
+            n_pred_tokens=self.tok[1],
+            n_gold_tokens=self.tok[2],
+            n_correct_tokens=self.tok[0],
+            n_pred_types=len(lex_pred),
+            n_gold_types=len(lex_gold),
+        )
+        return scores
 
 
 def format_scores(scores: Dict[str, float]) -> str:
@@ -159,15 +187,23 @@ def format_scores(scores: Dict[str, float]) -> str:
     return "\n".join(out)
 
 
-def _read_numbered(path, sep: Optional[str], drop_empty: bool) -> Tuple[List[int], List[List[str]]]:
-    linenos, utts = [], []
+def iter_segmented(
+    path: Union[str, os.PathLike],
+    *,
+    sep: Optional[str] = None,
+    drop_empty: bool = False,
+) -> Iterator[Tuple[int, List[str]]]:
+    """``(lineno, words)`` of a segmented file, read lazily (see `read_segmented`)."""
     for lineno, text in iter_lines(path):
         words = text.split() if sep is None else [w for w in text.split(sep) if w]
         if drop_empty and not words:
             continue
-        linenos.append(lineno)
-        utts.append(words)
-    return linenos, utts
+        yield lineno, words
+
+
+def _read_numbered(path, sep: Optional[str], drop_empty: bool) -> Tuple[List[int], List[List[str]]]:
+    numbered = list(iter_segmented(path, sep=sep, drop_empty=drop_empty))
+    return [lineno for lineno, _ in numbered], [words for _, words in numbered]
 
 
 def read_segmented(

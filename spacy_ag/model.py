@@ -9,7 +9,7 @@ import itertools
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -38,7 +38,8 @@ from .training import (
     default_workers, run_chains, words_from_key,
 )
 from .online_training import (
-    VariationalRun, mode_settings, model_arrays, remote_estep, shuffled_stream, variational_from_arrays,
+    STREAM_TRACE_KEPT, VariationalRun, mode_settings, model_arrays, remote_estep, shuffled_stream,
+    variational_from_arrays,
 )
 from .text_units import (
     DEFAULT_UNITS, LEGACY_UNITS, check_text, check_units, is_control, is_hard_boundary, terminals, text_units,
@@ -279,7 +280,9 @@ class AdaptorGrammar:
         return self
 
     def partial_fit(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0,
-                    callback=None, shuffle_buffer: int = 0, pass_index: int = 0) -> "AdaptorGrammar":
+                    callback=None, shuffle_buffer: int = 0, pass_index: int = 0,
+                    checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0, fingerprint: str = "",
+                    start: int = 0) -> "AdaptorGrammar":
         """One online pass over `texts` (any iterable, read lazily in minibatches).
 
         Memory stays bounded by the truncation: only one minibatch of text is
@@ -289,25 +292,75 @@ class AdaptorGrammar:
         else the number of sentences seen so far). The first call on an
         untrained model with a `[:corpus:]` grammar fixes the alphabet from
         the first minibatch.
+
+        For a stream that can be replayed (`fit_stream`): `checkpoint` is a
+        file written every `checkpoint_every` minibatches, at the end of the
+        pass and on Ctrl-C, stamped with `fingerprint`; `start` skips that
+        many chunks of the (shuffled) stream, the ones a checkpoint says
+        this pass had consumed.
         """
         settings = self.online
         chunks = (chunk for text in texts for chunk in self._chunks(text))
         if shuffle_buffer:
             chunks = shuffled_stream(chunks, shuffle_buffer, seed)
+        if start:
+            chunks = itertools.islice(chunks, start, None)
 
         self._fix_spans()
-        stream = (self._pack_batch(batch) for batch in chunked(chunks, settings.batch_size))
+        stream = ((len(batch), *self._pack_batch(batch)) for batch in chunked(chunks, settings.batch_size))
         first = next(stream, None)  # packing it compiles a [:corpus:] grammar
-        if first is None:
+        if first is None and not start:
             return self
         learner = self._learner(settings, seed)
-        run = VariationalRun(learner, passes=1, report=callback)
-        run.epoch = pass_index  # trace lines say which pass over a stream this is
+        run = VariationalRun(learner, passes=1, report=callback, trace_kept=STREAM_TRACE_KEPT,
+                             checkpoint=None if checkpoint is None else str(checkpoint),
+                             checkpoint_every=checkpoint_every, fingerprint=fingerprint)
+        run.epoch, run.position = pass_index, start  # trace lines say which pass over a stream this is
         try:
-            run.run_stream(itertools.chain([first], stream), corpus_size or settings.corpus_size or 0)
+            run.run_stream(itertools.chain([first] if first is not None else [], stream),
+                           corpus_size or settings.corpus_size or 0)
         finally:
             self._keep(learner)
-            self.trace = (self.trace or []) + run.trace
+            self.trace = ((self.trace or []) + run.trace)[-STREAM_TRACE_KEPT:]
+        return self
+
+    def fit_stream(self, texts: Callable[[], Iterable], *, passes: int = 1, corpus_size: Optional[int] = None,
+                   seed: int = 0, callback=None, shuffle_buffer: int = 0,
+                   checkpoint_dir: Optional[PathLike] = None, checkpoint_every: int = 50, resume: bool = False,
+                   fingerprint: str = "") -> "AdaptorGrammar":
+        """`passes` online passes over a stream that can be read again, such as a file.
+
+        `texts()` returns a fresh iterable of the texts at each call (read
+        lazily: memory does not grow with the stream). Pass p shuffles with
+        seed ``seed + p`` and continues the minibatch count, so the random
+        stream of every minibatch is fixed by the seed and its index. With
+        `checkpoint_dir`, ``online.npz`` there holds the pass and the chunks
+        of it consumed; ``resume=True`` continues from it (after checking
+        `fingerprint`, which should name the grammar, the text and the
+        settings) to exactly the result of an uninterrupted run. A grammar
+        with `[:corpus:]` that is not compiled yet takes its alphabet from a
+        first reading of the stream. Ctrl-C raises `TrainingInterrupted`
+        after the checkpoint.
+        """
+        if self.compiled is None:
+            self.prepare_alphabet(t for text in texts() for t in self._terminals(text))
+        self._fix_spans()
+        ckpt = Path(checkpoint_dir) / "online.npz" if checkpoint_dir else None
+        first_pass, start = 0, 0
+        if resume and ckpt is not None and ckpt.exists():
+            state, variational, meta = VariationalRun.load_checkpoint(str(ckpt), fingerprint, self.compiled)
+            self.state, self.variational, self.progress = state, variational, meta["progress"]
+            self._live_learner = None
+            self.trace = list(meta.get("trace", []))
+            first_pass, start = int(meta["epoch"]), int(meta["position"])
+        for p in range(first_pass, passes):
+            self.partial_fit(texts(), corpus_size=corpus_size, seed=seed + p, callback=callback,
+                             shuffle_buffer=shuffle_buffer, pass_index=p, checkpoint=ckpt,
+                             checkpoint_every=checkpoint_every, fingerprint=fingerprint,
+                             start=start if p == first_pass else 0)
+        if self.inference == "mcmc":
+            self.inference = "online"
+        self.training_corpus, self.marginals = None, None
         return self
 
     def online_step(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0) -> float:

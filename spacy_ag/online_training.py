@@ -5,7 +5,10 @@ writes an atomic checkpoint every `checkpoint_every` minibatches and on
 Ctrl-C (honoured between minibatches), and resumes from it exactly: the
 shuffling of every pass and the random stream of every sentence derive from
 the seed, the pass and the position, so a resumed run equals an
-uninterrupted one.
+uninterrupted one. A stream read from a file resumes the same way: the
+checkpoint holds the pass and the number of items of that pass consumed, and
+the resumed run reads the file again through the same seeded shuffle,
+skipping those items (no parsing).
 """
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ from .training import TrainingInterrupted, _StopRequest
 
 Report = Callable[[Dict], None]
 PER_TABLE = ("ft", "lw", "rank", "f_batch")
+#: Trace lines a streamed run keeps in memory (its callback, e.g. trace.jsonl, gets every line):
+#: a stream of any length trains in the same memory.
+STREAM_TRACE_KEPT = 1000
 
 
 def variational_arrays(V: Variational, n_tables: int) -> Dict[str, np.ndarray]:
@@ -64,7 +70,7 @@ class VariationalRun:
 
     def __init__(self, learner: OnlineLearner, *, passes: int, report: Optional[Report] = None,
                  checkpoint: Optional[str] = None, checkpoint_every: int = 0, fingerprint: str = "",
-                 evaluate: Optional[Callable[[], Dict]] = None, eval_every: int = 0):
+                 evaluate: Optional[Callable[[], Dict]] = None, eval_every: int = 0, trace_kept: int = 0):
         self.learner = learner
         self.passes = passes
         self.report = report
@@ -74,6 +80,7 @@ class VariationalRun:
         self.evaluate = evaluate
         self.eval_every = eval_every
         self.trace: List[Dict] = []
+        self.trace_kept = trace_kept  # 0: every line; else about the last this many (a stream's)
         self.epoch = 0
         self.position = 0
 
@@ -112,8 +119,29 @@ class VariationalRun:
         if self.evaluate is not None and (due or final_of_pass):
             line.update(self.evaluate())
         self.trace.append(line)
+        if self.trace_kept and len(self.trace) > 2 * self.trace_kept:
+            del self.trace[:-self.trace_kept]
         if self.report is not None:
             self.report(line)
+
+    def _after_step(self, line: Dict, end: bool, stop) -> None:
+        """What follows a minibatch: its trace line if due, the checkpoint if due, then a
+        pending Ctrl-C. `epoch` and `position` already count the minibatch (and at the end of a
+        pass name the next one), so an interrupt in the report resumes cleanly."""
+        learner = self.learner
+        if "pruned" in line or end or (self.eval_every and learner.minibatches % self.eval_every == 0):
+            self._line(line, end)
+        if self.checkpoint and ((self.checkpoint_every and learner.minibatches % self.checkpoint_every == 0)
+                                or end):
+            self.save_checkpoint()
+        if stop.requested:
+            raise KeyboardInterrupt
+
+    def _interrupted(self) -> TrainingInterrupted:
+        """Ctrl-C or SIGTERM: the checkpoint of the minibatches finished so far, then the stop."""
+        if self.checkpoint:
+            self.save_checkpoint()
+        return TrainingInterrupted(self.checkpoint)
 
     def run_corpus(self, words: np.ndarray, sent_ptr: np.ndarray, corpus_size: int) -> None:
         """Passes over an in-memory corpus, reshuffled at every pass."""
@@ -128,40 +156,38 @@ class VariationalRun:
                         line = learner.step(words, sent_ptr, batch, corpus_size)
                         self.position += len(batch)
                         end = self.position >= n
-                        if end:  # before reporting, so an interrupt in the report resumes cleanly
+                        if end:
                             self.epoch += 1
                             self.position = 0
-                        if "pruned" in line or end or (self.eval_every and
-                                                       learner.minibatches % self.eval_every == 0):
-                            self._line(line, end)
-                        if self.checkpoint and ((self.checkpoint_every and
-                                                 learner.minibatches % self.checkpoint_every == 0) or end):
-                            self.save_checkpoint()
-                        if stop.requested:
-                            raise KeyboardInterrupt
+                        self._after_step(line, end, stop)
                         if end:
                             break
         except KeyboardInterrupt:
-            if self.checkpoint:
-                self.save_checkpoint()
-            raise TrainingInterrupted(self.checkpoint) from None
+            raise self._interrupted() from None
 
-    def run_stream(self, batches: Iterable[Tuple[np.ndarray, np.ndarray]], corpus_size: int) -> None:
-        """One pass over minibatches that arrive one at a time (bounded memory). A stream cannot
-        be replayed, so there is no checkpoint: Ctrl-C stops after the current minibatch."""
+    def run_stream(self, batches: Iterable[Tuple[int, np.ndarray, np.ndarray]], corpus_size: int) -> None:
+        """One pass over minibatches that arrive one at a time (bounded memory).
+
+        `batches` yields (items of the stream consumed, words, sent_ptr). `position` counts the
+        items consumed in this pass: a stream that can be replayed (a file, with the same seeded
+        shuffle) resumes from a checkpoint by skipping that many items. Checkpoints (with a
+        `checkpoint` path) are written every `checkpoint_every` minibatches, at the end of the
+        pass and on Ctrl-C, which is honoured between minibatches.
+        """
         learner = self.learner
-        with _StopRequest() as stop:
-            for words, sent_ptr in batches:
-                batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
-                if not len(batch):
-                    continue
-                line = learner.step(words, sent_ptr, batch, corpus_size)
-                if "pruned" in line:
-                    self._line(line, False)
-                if stop.requested:  # between minibatches: the model holds every finished one
-                    raise TrainingInterrupted(None)
-        self.epoch += 1
-        self._line({"minibatch": learner.minibatches}, True)
+        try:
+            with _StopRequest() as stop:
+                for consumed, words, sent_ptr in batches:
+                    batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
+                    line = learner.step(words, sent_ptr, batch, corpus_size) if len(batch) else None
+                    self.position += consumed  # after the step: an interrupt inside it redoes the minibatch
+                    if line is not None:
+                        self._after_step(line, False, stop)
+                self.epoch += 1
+                self.position = 0
+                self._after_step({"minibatch": learner.minibatches}, True, stop)
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
 
 
 @contextlib.contextmanager

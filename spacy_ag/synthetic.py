@@ -5,16 +5,19 @@ known and whose statistics resemble child-directed speech (a small lexicon,
 Zipfian word frequencies, short utterances, optionally frequent fixed word
 pairs for the collocation grammar), without shipping any real corpus.
 Everything is deterministic given ``seed`` (numpy's ``default_rng``).
+`iter_corpus` draws a corpus of any size block by block, so that a
+benchmark can write ten million characters to a file in the memory of one
+block.
 """
 from __future__ import annotations
 
 import os
 import string
-from typing import List, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["generate_corpus", "make_lexicon", "write_gold", "write_raw"]
+__all__ = ["generate_corpus", "iter_corpus", "make_lexicon", "write_gold", "write_raw"]
 
 
 def make_lexicon(
@@ -112,14 +115,41 @@ def generate_corpus(
     return out
 
 
-def write_gold(path: Union[str, os.PathLike], utterances: Sequence[Sequence[str]]) -> None:
-    """Write one utterance per line, words separated by single spaces (br-phono style)."""
+def iter_corpus(
+    lexicon: Sequence[str],
+    n_chars: int,
+    mean_words: float = 4.0,
+    zipf: float = 1.1,
+    seed: int = 0,
+    block: int = 10000,
+) -> Iterator[List[str]]:
+    """Gold utterances until their words hold at least ``n_chars`` characters, drawn lazily.
+
+    Block ``k`` is ``generate_corpus(lexicon, block, mean_words, zipf, seed=(seed, k))``, so the
+    corpus is deterministic given ``seed`` and only one block is ever held; the last utterance
+    is the one that reaches ``n_chars``.
+    """
+    if n_chars < 0 or block < 1:
+        raise ValueError(f"bad corpus size: n_chars={n_chars}, block={block}")
+    chars, k = 0, 0
+    while chars < n_chars:
+        for utt in generate_corpus(lexicon, block, mean_words=mean_words, zipf=zipf, seed=(seed, k)):
+            yield utt
+            chars += sum(len(w) for w in utt)
+            if chars >= n_chars:
+                return
+        k += 1
+
+
+def write_gold(path: Union[str, os.PathLike], utterances: Iterable[Sequence[str]]) -> None:
+    """Write one utterance per line, words separated by single spaces (br-phono style); a generator
+    (`iter_corpus`) is written as it is drawn."""
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for utt in utterances:
             f.write(" ".join(utt) + "\n")
 
 
-def write_raw(path: Union[str, os.PathLike], utterances: Sequence[Sequence[str]]) -> None:
+def write_raw(path: Union[str, os.PathLike], utterances: Iterable[Sequence[str]]) -> None:
     """Write the unsegmented training text: each utterance's words concatenated."""
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for utt in utterances:

@@ -70,6 +70,38 @@ checkpoint_every = {checkpoint_every}
 """
 
 
+#: An online (or vb: `mode`) engine config over unigram.lt and the gold-segmented `train`, seed 3.
+ONLINE_CONFIG = """\
+[paths]
+train = "{train}"
+
+[grammar]
+path = "unigram.lt"
+default_a = 0.0
+default_b = 100
+
+[corpus]
+path = ${{paths.train}}
+gold = true
+
+[inference]
+mode = "{mode}"
+
+[online]
+batch_size = 10
+tau = 16
+kappa = 0.7
+refine_every = 5
+truncation = {{"Word": 40}}
+passes = {passes}
+update_b = false
+
+[training]
+seed = 3
+checkpoint_every = 7
+"""
+
+
 def assert_one_error_line(result, *fragments):
     """A CLI failure: exit code 1, one `✘` line on stderr naming every fragment, no traceback."""
     assert result.exit_code == 1, (result.exit_code, result.output)

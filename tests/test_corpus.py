@@ -3,7 +3,7 @@ import pytest
 
 from spacy_ag.corpus import DEFAULT_PUNCTUATION, Corpus, iter_lines, read_corpus, split_chunks
 from spacy_ag.evaluation import segmentation_scores
-from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold, write_raw
+from spacy_ag.synthetic import generate_corpus, iter_corpus, make_lexicon, write_gold, write_raw
 
 
 def _write(path, text, encoding="utf-8"):
@@ -158,6 +158,18 @@ def test_generate_corpus_collocations():
     assert bigrams > 50
     auto = generate_corpus(lex, 50, seed=0, collocations=3)
     assert auto == generate_corpus(lex, 50, seed=0, collocations=3)
+
+
+def test_iter_corpus_draws_lazily_up_to_the_characters_asked():
+    lex = make_lexicon(30, seed=1)
+    utts = list(iter_corpus(lex, 5000, seed=3, block=100))  # several blocks
+    chars = [sum(map(len, u)) for u in utts]
+    assert sum(chars) >= 5000 > sum(chars) - chars[-1]  # stops at the utterance that reaches it
+    assert utts == list(iter_corpus(lex, 5000, seed=3, block=100))
+    assert utts[:100] == generate_corpus(lex, 100, seed=(3, 0))
+    assert utts[100:200] != utts[:100]  # each block has its own seed
+    # a corpus far too large to hold yields its first utterance at once
+    assert next(iter_corpus(lex, 10 ** 12, seed=3, block=100)) == utts[0]
 
 
 def test_synthetic_files_round_trip(tmp_path):

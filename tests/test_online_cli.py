@@ -13,42 +13,13 @@ from spacy_ag.cli import app
 from spacy_ag.config import ConfigError, load_training_config
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold
 
+from conftest import ONLINE_CONFIG as CONFIG
+
 GRAMMAR = """\
 1 1 Sentence --> Word+
 Word --> Char+
 1 1 Char --> [:corpus:]
 """
-
-CONFIG = """\
-[paths]
-train = "{train}"
-
-[grammar]
-path = "unigram.lt"
-default_a = 0.0
-default_b = 100
-
-[corpus]
-path = ${{paths.train}}
-gold = true
-
-[inference]
-mode = "{mode}"
-
-[online]
-batch_size = 10
-tau = 16
-kappa = 0.7
-refine_every = 5
-truncation = {{"Word": 40}}
-passes = {passes}
-update_b = false
-
-[training]
-seed = 3
-checkpoint_every = 7
-"""
-
 
 @pytest.fixture()
 def setup(tmp_path):

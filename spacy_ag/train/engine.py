@@ -8,13 +8,14 @@ after checking that the run is the one they belong to (`resume`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import typer
 
@@ -26,6 +27,8 @@ from .inputs import require_file
 from .resume import check_resume, record_run, run_fingerprint
 
 PROG = "spacy-ag"
+#: Lines segmented per call when a streamed run writes its segmentation (memory stays that of one batch).
+SEGMENT_BATCH = 512
 
 
 def sentence_gold(corpus, gold_utterances: Sequence[Sequence[str]], gold_name: str) -> List[List[str]]:
@@ -80,7 +83,7 @@ def _resume_command(config_path: Path, output: Path, extra_args: Sequence[str]) 
 class TrainingResult:
     model: Any
     output: Path
-    segmentation: List[List[str]]
+    segmentation: Optional[List[List[str]]]  # None for a streamed run: it is in OUTPUT/segmentation.txt
     scores: Optional[Dict[str, Any]]
     config: TrainingConfig
 
@@ -113,14 +116,12 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     checkpoints = out / "checkpoints"
     variational = cfg.inference != "mcmc"
     pattern = "online.npz" if variational else "chain-*.npz"
-    if variational and cfg.stream:
-        if resume:
-            raise TrainingLayerError(Errors.E036)
-        with output_lock(out):
-            return _train_stream(cfg, out, config_path, show_scores)
     fingerprint = engine_fingerprint(cfg)
     if resume:
         check_resume(checkpoints, fingerprint, [pattern])
+    if variational and cfg.stream:
+        return _train_stream(cfg, out, config_path, fingerprint, resume=resume, command_args=command_args,
+                             show_scores=show_scores, interactive=interactive)
 
     model = build_model(cfg)
     corpus = read_corpus(cfg.train_path, mode=cfg.mode, gold=cfg.corpus_gold, split_at=cfg.split_at,
@@ -174,14 +175,8 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
                           **({"eval_at": t.eval_at} if getattr(t, "eval_at", ()) and gold is not None else {}))
         except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`, `spacy_ag.training`)
             done = ", ".join(f"chain {c} at iteration {i}" for c, i in sorted(log.last.items()))
-            # without --resume, checkpoints left by an earlier run must not be offered for resuming
-            usable = [p for p in checkpoints.glob(pattern) if resume or p.stat().st_mtime >= started - 1]
-            if usable:
-                raise stopped(f"{interrupted(err)}{' (' + done + ')' if done else ''}; checkpoints are in "
-                              f"{checkpoints}; continue with: "
-                              f"{_resume_command(config_path, out, command_args)}", err) from None
-            raise stopped(f"{interrupted(err)} before the first checkpoint was written; nothing to resume",
-                          err) from None
+            raise _stopped_run(err, done, checkpoints, pattern, resume, started, config_path, out,
+                               command_args) from None
 
         model.save(out / "model")
         trace = sorted(model.trace, key=lambda line: (line.get("iteration", line.get("minibatch", 0)),
@@ -191,18 +186,74 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
         return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
 
 
+def _stopped_run(err: BaseException, done: str, checkpoints: Path, pattern: str, resume: bool, started: float,
+                 config_path: Path, out: Path, command_args: Sequence[str]):
+    """The one-line stop of an interrupted run: where its checkpoints are and the command that resumes it."""
+    # without --resume, checkpoints left by an earlier run must not be offered for resuming
+    usable = [p for p in checkpoints.glob(pattern) if resume or p.stat().st_mtime >= started - 1]
+    if usable:
+        return stopped(f"{interrupted(err)}{' (' + done + ')' if done else ''}; checkpoints are in "
+                       f"{checkpoints}; continue with: {_resume_command(config_path, out, command_args)}", err)
+    return stopped(f"{interrupted(err)} before the first checkpoint was written; nothing to resume", err)
+
+
+def write_segmentation(path: Path, segmentation: Iterable[Sequence[str]],
+                       gold: Optional[Iterable[Sequence[str]]] = None, gold_name: str = "gold",
+                       exclude: str = "") -> Optional[Dict[str, Any]]:
+    """Write one line of words per utterance to `path`, atomically, and score them against `gold`.
+
+    Both are consumed one utterance at a time, so a streamed corpus is
+    written and scored in constant memory (`SegmentationCounts`). Returns
+    the scores (with ``without_punctuation`` when `exclude` is given), or
+    None without gold. Gold that does not match (another number of lines,
+    other text) raises ValueError after the segmentation is written whole.
+    """
+    from ..archive import atomic_writer
+    from ..evaluation import SegmentationCounts
+
+    tallies = []
+    if gold is not None:
+        tallies = [SegmentationCounts()] + ([SegmentationCounts(exclude)] if exclude else [])
+        gold = iter(gold)
+    mismatch = None
+    with atomic_writer(path, text=True) as f:
+        for n, words in enumerate(segmentation, 1):
+            f.write(" ".join(words) + "\n")
+            if not tallies or mismatch:
+                continue
+            gold_words = next(gold, None)
+            if gold_words is None:
+                mismatch = f"{gold_name} has {n - 1} lines but the training text has more"
+                continue
+            try:
+                for tally in tallies:
+                    tally.add(words, gold_words)
+            except ValueError as err:
+                mismatch = f"{gold_name}: {err}"
+    if tallies and not mismatch and next(gold, None) is not None:
+        mismatch = f"{gold_name} has more lines than the training text ({tallies[0].n_utterances})"
+    if mismatch:
+        raise ValueError(mismatch)
+    if not tallies:
+        return None
+    scores = tallies[0].scores()
+    if exclude:
+        scores["without_punctuation"] = tallies[1].scores()
+    return scores
+
+
 def _finish(model, cfg: TrainingConfig, out: Path, segmentation, gold_utterances, gold_name,
             show_scores: bool) -> TrainingResult:
-    """Write the segmentation and scores of a trained model, and say where everything is."""
-    from ..evaluation import format_scores, segmentation_scores
+    """Write the segmentation and scores of a trained model, and say where everything is.
 
-    write_text_atomic(out / "segmentation.txt", "".join(" ".join(words) + "\n" for words in segmentation))
-    scores = None
-    if gold_utterances is not None:
-        scores = segmentation_scores(segmentation, gold_utterances)
-        if cfg.split_at:
-            scores["without_punctuation"] = segmentation_scores(segmentation, gold_utterances,
-                                                                exclude=cfg.split_at)
+    `segmentation` and `gold_utterances` may be generators (a streamed run):
+    they are consumed once, and the result then holds no segmentation.
+    """
+    from ..evaluation import format_scores
+
+    scores = write_segmentation(out / "segmentation.txt", segmentation, gold_utterances, gold_name or "gold",
+                                cfg.split_at)
+    if scores is not None:
         write_text_atomic(out / "scores.json", json.dumps(scores, indent=2))
     good(f"Saved the model to {out / 'model'}")
     info(f"Training segmentation: {out / 'segmentation.txt'}; trace: {out / 'trace.jsonl'}")
@@ -212,48 +263,95 @@ def _finish(model, cfg: TrainingConfig, out: Path, segmentation, gold_utterances
         if "without_punctuation" in scores:
             typer.echo("without punctuation tokens:")
             typer.echo(format_scores(scores["without_punctuation"]))
-    return TrainingResult(model, out, segmentation, scores, cfg)
+    return TrainingResult(model, out, segmentation if isinstance(segmentation, list) else None, scores, cfg)
 
 
-def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, show_scores: bool) -> TrainingResult:
+def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint: Dict[str, Any], *,
+                  resume: bool, command_args: Sequence[str], show_scores: bool,
+                  interactive: Optional[bool]) -> TrainingResult:
     """Online training on a file read lazily, line by line, in `online.passes` passes.
 
     Only a shuffle window and one minibatch are held in memory; D is the
-    number of parseable chunks, counted in a first streaming pass unless
-    online.corpus_size gives it.
+    number of lines, counted in a first streaming pass (which also finds the
+    terminals of `[:corpus:]`) unless online.corpus_size gives it. A file can
+    be read again, so the run checkpoints and resumes like an in-memory one
+    (`AdaptorGrammar.fit_stream`); the segmentation and its scores are then
+    written line by line (`write_segmentation`).
     """
     from ..corpus import iter_lines
-    from ..evaluation import read_segmented
+    from ..evaluation import iter_segmented
 
     model = build_model(cfg)
     o, t = cfg.online, cfg.training
-    out.mkdir(parents=True, exist_ok=True)
-    _write_config(cfg, out)
+    checkpoints = out / "checkpoints"
 
     def texts():  # a gold-segmented corpus trains and is segmented without its spaces
         return ("".join(text.split()) if cfg.corpus_gold else text for _, text in iter_lines(cfg.train_path))
 
-    alphabet, lines = set(), 0  # one streaming pass: the terminals of [:corpus:] and D
-    for text in texts():
-        alphabet.update(model._terminals(text))
-        lines += bool(text.strip())
-    model.prepare_alphabet(alphabet)
-    D = o.corpus_size or lines
-    info(f"online, streaming {cfg.train_path}: {o.passes} pass{'es' if o.passes > 1 else ''} over about {D} "
-         f"lines, minibatches of {o.batch_size}, seed {t.seed}; output {out}")
-    log = TraceLog(out / "trace.jsonl", o.passes * -(-D // o.batch_size), 1, interactive=sys.stderr.isatty())
-    with log:
-        for p in range(o.passes):
-            model.partial_fit(texts(), corpus_size=D, seed=t.seed + p, callback=log, pass_index=p,
-                              shuffle_buffer=cfg.shuffle_buffer)
-    model.save(out / "model")
-    segmentation = [words for text in texts() for words in model.segment([text])]
-    gold_utterances, gold_name = None, None
-    if cfg.gold_path is not None:
-        gold_utterances, gold_name = read_segmented(cfg.gold_path), str(cfg.gold_path)
-    elif cfg.corpus_gold:
-        gold_utterances, gold_name = [text.split() for _, text in iter_lines(cfg.train_path)], str(cfg.train_path)
-    return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
+    with output_lock(out):
+        _write_config(cfg, out)
+        if not resume:
+            record_run(checkpoints, fingerprint)
+        alphabet, lines = set(), 0  # one streaming pass: the terminals of [:corpus:] and D
+        for text in texts():
+            alphabet.update(model._terminals(text))
+            lines += bool(text.strip())
+        model.prepare_alphabet(alphabet)
+        D = o.corpus_size or lines
+        info(f"online, streaming {cfg.train_path}: {o.passes} pass{'es' if o.passes > 1 else ''} over about {D} "
+             f"lines, minibatches of {o.batch_size}, seed {t.seed}"
+             + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
+        if resume:
+            _trace_until_checkpoint(out / "trace.jsonl", checkpoints / "online.npz")
+        log = TraceLog(out / "trace.jsonl", o.passes * -(-D // o.batch_size), 1, append=resume,
+                       interactive=sys.stderr.isatty() if interactive is None else interactive)
+        started = time.time()
+        try:
+            with log:
+                model.fit_stream(texts, passes=o.passes, corpus_size=D, seed=t.seed, callback=log,
+                                 shuffle_buffer=cfg.shuffle_buffer, checkpoint_dir=checkpoints,
+                                 checkpoint_every=t.checkpoint_every, resume=resume,
+                                 fingerprint=hashlib.sha256(json.dumps(fingerprint, sort_keys=True)
+                                                            .encode("utf8")).hexdigest())
+        except KeyboardInterrupt as err:
+            raise _stopped_run(err, f"minibatch {model.progress.get('minibatches', 0)}", checkpoints,
+                               "online.npz", resume, started, config_path, out, command_args) from None
+        model.save(out / "model")
+        segmentation = segment_lines(model, texts())
+        gold_utterances, gold_name = None, None
+        if cfg.gold_path is not None:
+            gold_utterances, gold_name = (words for _, words in iter_segmented(cfg.gold_path)), str(cfg.gold_path)
+        elif cfg.corpus_gold:
+            gold_utterances, gold_name = (text.split() for _, text in iter_lines(cfg.train_path)), str(cfg.train_path)
+        return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
+
+
+def segment_lines(model, texts: Iterable[str]) -> Iterator[List[str]]:
+    """The words of each text, segmented `SEGMENT_BATCH` texts at a time: a file of any size in the
+    memory of one batch."""
+    from ..corpus import chunked
+
+    for batch in chunked(texts, SEGMENT_BATCH):
+        yield from model.segment(batch)
+
+
+def _trace_until_checkpoint(trace: Path, checkpoint: Path) -> None:
+    """Drop from trace.jsonl the lines of minibatches after the checkpoint a run resumes from: the
+    resumed run writes them again, so the file reads as that of an uninterrupted run."""
+    from ..archive import atomic_writer
+    from ..serialize import read_npz
+
+    if not trace.exists() or not checkpoint.exists():
+        return
+    done = int(read_npz(checkpoint, "checkpoint")[1]["progress"]["minibatches"])
+    with open(trace, encoding="utf8") as lines, atomic_writer(trace, text=True) as kept:
+        for line in lines:
+            try:
+                minibatch = json.loads(line).get("minibatch", 0)
+            except ValueError:  # a line cut by a kill
+                continue
+            if minibatch <= done:
+                kept.write(line)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
