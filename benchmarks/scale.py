@@ -49,7 +49,7 @@ from spacy_ag.model import AdaptorGrammar  # noqa: E402
 from spacy_ag.ray_estep import watch_estep  # noqa: E402
 from spacy_ag.serialize import state_arrays  # noqa: E402
 from spacy_ag.settings import OnlineSettings  # noqa: E402
-from spacy_ag.synthetic import generate_corpus, make_lexicon  # noqa: E402
+from spacy_ag.synthetic import iter_corpus, make_lexicon  # noqa: E402
 
 UNIGRAM_FILE = REPO / "configs" / "grammars" / "brent-unigram.lt"
 #: the unigram grammar over the stream's own characters
@@ -117,19 +117,15 @@ def chains_part(args) -> Dict:
 
 
 def write_stream(path: Path, chars: int, seed: int) -> Dict:
-    """Utterances from a 5,000-word lexicon until `chars` characters are written, block by block."""
+    """Unsegmented utterances from a 5,000-word lexicon until `chars` characters, drawn lazily."""
     lexicon = make_lexicon(5000, min_len=2, max_len=8, seed=seed)
-    written, lines, block = 0, 0, 0
+    written, lines = 0, 0
     with open(path, "w", encoding="utf8") as f:
-        while written < chars:
-            for words in generate_corpus(lexicon, 10000, mean_words=4, seed=seed * 100003 + block):
-                text = "".join(words)
-                f.write(text + "\n")
-                written += len(text)
-                lines += 1
-                if written >= chars:
-                    break
-            block += 1
+        for words in iter_corpus(lexicon, chars, mean_words=4, seed=seed + 1):
+            text = "".join(words)
+            f.write(text + "\n")
+            written += len(text)
+            lines += 1
     return {"characters": written, "lines": lines}
 
 

@@ -176,12 +176,10 @@ class AdaptorGrammar:
         with the same result.
         """
         corpus = self.read_corpus(corpus)
-        given = {"backend": backend, "ray_address": ray_address}
-        training = TrainingSettings(iterations=iterations, chains=chains, seed=seed, burn_in=burn_in,
-                                    sample_every=sample_every, checkpoint_every=checkpoint_every,
-                                    eval_every=eval_every, eval_at=tuple(eval_at), workers=workers,
-                                    **check(TrainingSettings, {k: v for k, v in given.items() if v is not None},
-                                            "training", partial=True))
+        training = self._training_settings(backend, ray_address, workers, iterations=iterations, chains=chains,
+                                           seed=seed, burn_in=burn_in, sample_every=sample_every,
+                                           checkpoint_every=checkpoint_every, eval_every=eval_every,
+                                           eval_at=tuple(eval_at))
         if self.inference != "mcmc":
             return self._fit_variational(corpus, seed=seed, callback=callback, checkpoint_dir=checkpoint_dir,
                                          checkpoint_every=checkpoint_every, resume=resume, gold=gold,
@@ -216,6 +214,15 @@ class AdaptorGrammar:
             self.marginals.merge(r.marginals)
         self.training_corpus = corpus
         return self
+
+    @staticmethod
+    def _training_settings(backend: Optional[str], ray_address: Optional[str], workers: int,
+                           **run) -> TrainingSettings:
+        """[training] of a run, `backend` and `ray_address` checked (None: their defaults)."""
+        given = {"backend": backend, "ray_address": ray_address}
+        return TrainingSettings(workers=workers, **run,
+                                **check(TrainingSettings, {k: v for k, v in given.items() if v is not None},
+                                        "training", partial=True))
 
     # ------------------------------------------------------------------ variational training
     def _learner(self, settings: OnlineSettings, seed: int) -> OnlineLearner:
@@ -282,7 +289,8 @@ class AdaptorGrammar:
     def partial_fit(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0,
                     callback=None, shuffle_buffer: int = 0, pass_index: int = 0,
                     checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0, fingerprint: str = "",
-                    start: int = 0) -> "AdaptorGrammar":
+                    start: int = 0, backend: Optional[str] = None, ray_address: Optional[str] = None,
+                    workers: int = 0) -> "AdaptorGrammar":
         """One online pass over `texts` (any iterable, read lazily in minibatches).
 
         Memory stays bounded by the truncation: only one minibatch of text is
@@ -297,8 +305,10 @@ class AdaptorGrammar:
         file written every `checkpoint_every` minibatches, at the end of the
         pass and on Ctrl-C, stamped with `fingerprint`; `start` skips that
         many chunks of the (shuffled) stream, the ones a checkpoint says
-        this pass had consumed.
+        this pass had consumed. `backend`, `ray_address` and `workers` are
+        `fit`'s: ``backend="ray"`` draws the E-step on Ray workers.
         """
+        training = self._training_settings(backend, ray_address, workers)
         settings = self.online
         chunks = (chunk for text in texts for chunk in self._chunks(text))
         if shuffle_buffer:
@@ -317,8 +327,9 @@ class AdaptorGrammar:
                              checkpoint_every=checkpoint_every, fingerprint=fingerprint)
         run.epoch, run.position = pass_index, start  # trace lines say which pass over a stream this is
         try:
-            run.run_stream(itertools.chain([first] if first is not None else [], stream),
-                           corpus_size or settings.corpus_size or 0)
+            with remote_estep(learner, training):
+                run.run_stream(itertools.chain([first] if first is not None else [], stream),
+                               corpus_size or settings.corpus_size or 0)
         finally:
             self._keep(learner)
             self.trace = ((self.trace or []) + run.trace)[-STREAM_TRACE_KEPT:]
@@ -327,7 +338,8 @@ class AdaptorGrammar:
     def fit_stream(self, texts: Callable[[], Iterable], *, passes: int = 1, corpus_size: Optional[int] = None,
                    seed: int = 0, callback=None, shuffle_buffer: int = 0,
                    checkpoint_dir: Optional[PathLike] = None, checkpoint_every: int = 50, resume: bool = False,
-                   fingerprint: str = "") -> "AdaptorGrammar":
+                   fingerprint: str = "", backend: Optional[str] = None, ray_address: Optional[str] = None,
+                   workers: int = 0) -> "AdaptorGrammar":
         """`passes` online passes over a stream that can be read again, such as a file.
 
         `texts()` returns a fresh iterable of the texts at each call (read
@@ -340,7 +352,8 @@ class AdaptorGrammar:
         settings) to exactly the result of an uninterrupted run. A grammar
         with `[:corpus:]` that is not compiled yet takes its alphabet from a
         first reading of the stream. Ctrl-C raises `TrainingInterrupted`
-        after the checkpoint.
+        after the checkpoint. `backend`, `ray_address` and `workers` are
+        `fit`'s: ``backend="ray"`` draws the E-step on Ray workers.
         """
         if self.compiled is None:
             self.prepare_alphabet(t for text in texts() for t in self._terminals(text))
@@ -357,7 +370,8 @@ class AdaptorGrammar:
             self.partial_fit(texts(), corpus_size=corpus_size, seed=seed + p, callback=callback,
                              shuffle_buffer=shuffle_buffer, pass_index=p, checkpoint=ckpt,
                              checkpoint_every=checkpoint_every, fingerprint=fingerprint,
-                             start=start if p == first_pass else 0)
+                             start=start if p == first_pass else 0, backend=backend, ray_address=ray_address,
+                             workers=workers)
         if self.inference == "mcmc":
             self.inference = "online"
         self.training_corpus, self.marginals = None, None

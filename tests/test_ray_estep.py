@@ -137,6 +137,15 @@ def test_batch_vb_on_ray_equals_local(cluster, texts):
     assert fingerprint(train(texts, mode="vb", backend="ray", workers=2)) == fingerprint(train(texts, mode="vb"))
 
 
+def test_a_stream_trained_on_ray_equals_the_local_stream(cluster, texts):
+    def stream_model(**fit):
+        model = AdaptorGrammar(UNIGRAM, inference="online", online=OnlineSettings(**SETTINGS, workers=1),
+                               default_a=0.0, default_b=10.0)
+        return model.fit_stream(lambda: iter(texts), passes=2, seed=3, shuffle_buffer=50, **fit)
+
+    assert fingerprint(stream_model(backend="ray", workers=2)) == fingerprint(stream_model())
+
+
 def test_a_killed_estep_worker_is_restarted_and_the_model_is_unchanged(cluster, texts, reference):
     events, killed = [], []
 

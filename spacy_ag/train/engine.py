@@ -310,7 +310,8 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint
             with log:
                 model.fit_stream(texts, passes=o.passes, corpus_size=D, seed=t.seed, callback=log,
                                  shuffle_buffer=cfg.shuffle_buffer, checkpoint_dir=checkpoints,
-                                 checkpoint_every=t.checkpoint_every, resume=resume,
+                                 checkpoint_every=t.checkpoint_every, resume=resume, backend=t.backend,
+                                 ray_address=t.ray_address, workers=t.workers,
                                  fingerprint=hashlib.sha256(json.dumps(fingerprint, sort_keys=True)
                                                             .encode("utf8")).hexdigest())
         except KeyboardInterrupt as err:
