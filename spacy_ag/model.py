@@ -401,6 +401,8 @@ class AdaptorGrammar:
         terminals cut it."""
         terms = self._terminals(text)
         known = self.compiled.term_index if self.compiled is not None else None
+        if known is not None and self._plain_units().issuperset(terms):  # the common case, at C speed
+            return [terms] if terms else []
         out, current = [], []
         for t in terms:
             if (known is not None and t not in known) or (self.split_at and t in self.split_at) or is_control(t):
@@ -412,6 +414,15 @@ class AdaptorGrammar:
         if current:
             out.append(current)
         return out
+
+    def _plain_units(self) -> set:
+        """The terminals that never cut a text: known to the grammar, not in `split_at`, no control."""
+        cached = getattr(self, "_plain_cache", None)
+        if cached is None or cached[0] is not self.compiled or cached[1] != self.split_at:
+            plain = {t for t in self.compiled.term_index
+                     if not (self.split_at and t in self.split_at) and not is_control(t)}
+            cached = self._plain_cache = (self.compiled, self.split_at, plain)
+        return cached[2]
 
     def _fix_spans(self) -> None:
         """Before the first training, give adapted nonterminals without a span `max_span`. A

@@ -3,8 +3,8 @@
 
 Workers are Ray actors, one CPU each, that hold the compiled grammar (sent
 once, through the object store). Per minibatch the driver puts the current
-weights of G' in the object store once (`estep_weights`: the yield trie's
-hash table, the entries' lists and the rule and entry weights), splits the
+weights of G' in the object store once (`estep_weights`: the yield trie,
+the entries' lists and the rule and entry weights), splits the
 minibatch into one contiguous shard per worker with about equal terminals,
 and sends each worker its shard's sentences and their seeds. The workers
 return their sampled trees as flat records, the sufficient statistics from
@@ -29,7 +29,10 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional
 
 import numpy as np
 
-from .core.estep_shards import Draws, draw_trees, estep_view, estep_weights, merge_shards, pack_shard, split_batch
+from .core.estep_shards import (
+    Draws, compact, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard,
+    split_batch,
+)
 from .errors import Errors, TrainingLayerError
 from .ray_chains import RayActors, _connect, watching
 
@@ -57,16 +60,9 @@ class _EStepWorker:
         import numba
         import ray
 
-        from .core.grammatons import new_variational
-        from .core.rng import make_rng
-        from .core.state import new_state
-
         numba.set_num_threads(1)  # one CPU per actor: parallelism is across actors
         self.G, self.samples = ray.get(grammar_ref[0])
-        n_ad = self.G.adaptor_nt.shape[0]
-        self.template_S = new_state(self.G.rule_parent.shape[0], self.G.n_nt, n_ad, 0, np.zeros(n_ad),
-                                    np.ones(n_ad), make_rng(0), node_cap=16, tab_cap=16, trie_cap=16)
-        self.template_V = new_variational(self.G.rule_alpha, n_ad, 16)
+        self.template_S, self.template_V = estep_templates(self.G)
         self.record_factor = 4
         self.spans: List[tuple] = []
 
@@ -79,12 +75,12 @@ class _EStepWorker:
         import ray
 
         started = time.time()
-        S, V = estep_view(self.template_S, self.template_V, ray.get(weights_ref[0]))
+        S, V = estep_view(self.template_S, self.template_V, ray.get(weights_ref[0]), self.G.n_term)
         batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
         draws, self.record_factor = draw_trees(self.G, S, V, words, sent_ptr, batch, seeds, self.samples,
                                                self.record_factor)
         self.spans.append((started, time.time()))
-        return draws
+        return compact(draws)
 
     def report(self):
         node, pid = self.where()

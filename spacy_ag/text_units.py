@@ -417,6 +417,8 @@ def terminals(text: str, units: str = DEFAULT_UNITS, source: Optional[str] = Non
     Control characters stay in the list (callers treat them as hard
     boundaries, `is_control`).
     """
+    if units in ("graphemes", "codepoints") and text.isascii():  # str.split() drops exactly isspace()
+        return list("".join(text.split()))
     return [u for u in text_units(text, units, source) if not u.isspace()]
 
 

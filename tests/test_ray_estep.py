@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 from spacy_ag.core import online as online_module
-from spacy_ag.core.estep_shards import draw_trees, merge_shards, pack_shard, split_batch
+from spacy_ag.core.estep_shards import (
+    compact, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard, split_batch,
+)
 from spacy_ag.core.online import OnlineLearner
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.ray_estep import watch_estep
@@ -77,10 +79,12 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
     ranges = split_batch(ptr, batch, shards)
     assert [r[0] for r in ranges][0] == 0 and ranges[-1][1] == len(batch)
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-    for start, end in ranges:
+    template_S, template_V = estep_templates(G)
+    for start, end in ranges:  # as a worker draws: from the weights alone, records compacted
         w, p = pack_shard(words, ptr, batch, start, end)
-        part, _ = draw_trees(G, S, V, w, p, np.arange(end - start, dtype=np.int64), seeds[start:end], 4, 1)
-        parts.append(part)
+        S_view, V_view = estep_view(template_S, template_V, estep_weights(S, V), G.n_term)
+        part, _ = draw_trees(G, S_view, V_view, w, p, np.arange(end - start, dtype=np.int64), seeds[start:end], 4, 1)
+        parts.append(compact(part))
     merged = merge_shards(parts)
     for name in ("samp_len", "scores", "status"):
         assert np.array_equal(getattr(merged, name), getattr(whole, name)), name

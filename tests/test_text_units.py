@@ -427,3 +427,13 @@ def test_alnum_runs_train_segment_and_round_trip(tmp_path):
     model.save(tmp_path / "m")
     restored = AdaptorGrammar.load(tmp_path / "m")
     assert restored.units == "alnum-runs" and restored.segment(texts) == segmented
+
+
+@pytest.mark.parametrize("units", ["graphemes", "codepoints"])
+def test_the_ascii_terminals_are_the_units_without_whitespace(units):
+    """`terminals` takes a shortcut on ASCII text; it must drop exactly what `isspace` drops."""
+    rng = random.Random(0)
+    alphabet = [chr(c) for c in range(128)]
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert terminals(text, units) == [u for u in text_units(text, units) if not u.isspace()]

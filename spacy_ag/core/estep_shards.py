@@ -3,8 +3,8 @@
 The E-step only reads the grammar, the weights of G' and the part of the
 state that finds cached subtrees by their yield; it writes nothing but its
 own records. So a worker that holds the compiled grammar needs, per
-minibatch, only `estep_weights` (the yield trie's hash table, the tables'
-lists and the rule and entry weights: a few arrays, no analyses), plus its
+minibatch, only `estep_weights` (the yield trie, the tables' lists and the
+rule and entry weights: a few arrays, no analyses), plus its
 shard of sentences and their seeds. Each sentence's random stream is seeded
 by its position in the whole minibatch, so `merge_shards` of the shards'
 draws equals `draw_trees` of the whole minibatch, bit for bit, whatever the
@@ -17,13 +17,14 @@ from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
-from .grammatons import Variational
-from .state import State
+from .grammatons import Variational, new_variational
+from .rng import make_rng
+from .state import N_TRIE, TAB_HWM, State, new_state, rehash
 from .variational import OVERFLOW, estep
 
-#: The state arrays `estep` reads (the rest of the state is sent as empty arrays of the same type).
-ESTEP_STATE_FIELDS = ("ht_key", "ht_val", "trie_head", "tab_adaptor", "tab_next", "tab_count",
-                      "ad_a", "ad_b", "ad_n")
+#: The state arrays `estep` reads with the entries' weights given (the rest of the state stays
+#: empty); `estep_view` rebuilds ht_key and ht_val from trie_parent and trie_term.
+ESTEP_STATE_FIELDS = ("trie_parent", "trie_term", "trie_head", "tab_adaptor", "tab_next", "ad_a", "ad_b", "ad_n")
 #: The statistics `estep` reads: the rule weights and the entries' log weights of G'.
 ESTEP_VARIATIONAL_FIELDS = ("rho", "lw")
 
@@ -61,17 +62,45 @@ def draw_trees(G, S, V, words, sent_ptr, batch, seeds, samples: int, record_fact
         record_factor *= 2
 
 
+def compact(draws: Draws) -> Draws:
+    """The same draws without the unused room after each sentence's records (what crosses the network)."""
+    used = draws.samp_len.sum(axis=1)
+    rec_ptr = np.zeros(len(used) + 1, np.int64)
+    np.cumsum(used, out=rec_ptr[1:])
+    rows = np.repeat(draws.rec_ptr[:-1] - rec_ptr[:-1], used) + np.arange(int(rec_ptr[-1]))
+    return draws._replace(rec=draws.rec[rows], rec_ptr=rec_ptr)
+
+
 def estep_weights(S: State, V: Variational) -> Dict[str, np.ndarray]:
-    """What a worker needs to draw under the current G' (sent once per minibatch)."""
-    out = {name: getattr(S, name) for name in ESTEP_STATE_FIELDS}
-    out.update({"V." + name: getattr(V, name) for name in ESTEP_VARIATIONAL_FIELDS})
+    """What a worker needs to draw under the current G' (sent once per minibatch): the yield trie
+    as parent and terminal per node (`estep_view` rebuilds its hash table, a third of the bytes),
+    the tables' lists in their order (the cache weights are summed in it) and the weights."""
+    n_trie, hwm = int(S.counters[N_TRIE]), max(1, int(S.counters[TAB_HWM]))
+    out = {name: getattr(S, name)[:n_trie] for name in ("trie_parent", "trie_term", "trie_head")}
+    out.update({name: getattr(S, name)[:hwm] for name in ("tab_adaptor", "tab_next")})
+    out.update({name: getattr(S, name) for name in ("ad_a", "ad_b", "ad_n")})
+    out.update({"V.rho": V.rho, "V.lw": V.lw[:hwm]})
     return out
 
 
-def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np.ndarray]):
+def estep_templates(G) -> Tuple[State, Variational]:
+    """A small empty state and statistics, whose arrays `estep_view` replaces (a worker keeps them)."""
+    n_ad = G.adaptor_nt.shape[0]
+    S = new_state(G.rule_parent.shape[0], G.n_nt, n_ad, 0, np.zeros(n_ad), np.ones(n_ad), make_rng(0),
+                  node_cap=16, tab_cap=16, trie_cap=16)
+    return S, new_variational(G.rule_alpha, n_ad, 16)
+
+
+def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np.ndarray], n_term: int):
     """A state and statistics holding `weights` in arrays of the same types as the templates'
     (a small `new_state` and `new_variational`), so the kernels compiled for a full state serve it."""
-    S = template_S._replace(**{name: weights[name] for name in ESTEP_STATE_FIELDS})
+    parent, term = weights["trie_parent"], weights["trie_term"]
+    n_trie = len(parent)
+    ht_key = np.full(1 << max(4, int(np.ceil(np.log2(max(1, n_trie) * 2)))), -1, np.int64)
+    ht_val = np.full(len(ht_key), -1, np.int32)
+    rehash(parent[1:].astype(np.int64) * n_term + term[1:], np.arange(1, n_trie, dtype=np.int32), ht_key, ht_val)
+    S = template_S._replace(ht_key=ht_key, ht_val=ht_val,
+                            **{name: weights[name] for name in ESTEP_STATE_FIELDS if name in weights})
     V = template_V._replace(**{name: weights["V." + name] for name in ESTEP_VARIATIONAL_FIELDS})
     return S, V
 
