@@ -13,8 +13,8 @@ processes, and whether every run gave the same model.
 Part ``estep``: a generated stream of ``--chars`` characters (a made-up
 lexicon of 5,000 words, Zipfian, written to a temporary file and read back
 lazily), one online pass with the unigram grammar in minibatches of
-``--batch-size`` utterances, on the local backend (1 thread) and on Ray with 1
-and 2 E-step workers. Reports wall seconds, the speed-up, bytes sent to and
+``--batch-size`` utterances, on the local backend (E-step on 1 and 2
+threads) and on Ray with 1 and 2 E-step workers. Reports wall seconds, the speed-up, bytes sent to and
 received from the workers per minibatch, the time the workers spent drawing,
 peak memory, and whether the three models are identical.
 
@@ -30,6 +30,7 @@ compilation is kept out of the timings by a warm-up run of each backend.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -143,11 +144,12 @@ def estep_part(args) -> Dict:
     settings = OnlineSettings(batch_size=args.batch_size, tau=128.0, kappa=0.6, refine_every=50,
                               truncation={"Word": 10000}, update_b=False, workers=1)
 
-    def run(backend: str, workers: int, limit: int = 0) -> Dict:
+    def run(backend: str, workers: int, limit: int = 0, threads: int = 1) -> Dict:
         texts = read_stream(stream)
         if limit:
             texts = (t for i, t in zip(range(limit), texts))
-        model = AdaptorGrammar(STREAM_GRAMMAR, inference="online", online=settings, default_a=0.0, default_b=1e4)
+        online = dataclasses.replace(settings, workers=threads)
+        model = AdaptorGrammar(STREAM_GRAMMAR, inference="online", online=online, default_a=0.0, default_b=1e4)
         events: List[Dict] = []
         started = time.perf_counter()
         with watch_estep(events.append):
@@ -172,8 +174,9 @@ def estep_part(args) -> Dict:
     warm = 3 * args.batch_size
     try:
         run("local", 1, warm)
-        runs["local_1"] = run("local", 1)
-        log(f"estep local: {runs['local_1']['seconds']:.1f}s")
+        for threads in (1, 2):
+            runs[f"local_threads_{threads}"] = run("local", 1, threads=threads)
+            log(f"estep local, {threads} threads: {runs[f'local_threads_{threads}']['seconds']:.1f}s")
         ray = start_cluster()
         try:
             run("ray", 2, warm)
@@ -190,7 +193,8 @@ def estep_part(args) -> Dict:
     return {
         **size, "batch_size": args.batch_size, "grammar": "unigram over the stream's characters", "runs": runs,
         "ray_speedup": one["seconds"] / two["seconds"],
-        "ray_overhead": one["seconds"] / runs["local_1"]["seconds"] - 1.0,
+        "ray_overhead": one["seconds"] / runs["local_threads_1"]["seconds"] - 1.0,
+        "local_threads_speedup": runs["local_threads_1"]["seconds"] / runs["local_threads_2"]["seconds"],
         "identical_models": len({r["model"] for r in runs.values()}) == 1,
         "per_minibatch": {
             "driver_seconds": (one["seconds"] - one["worker_draw_seconds"]) / minibatches,
@@ -221,8 +225,9 @@ def estimate(result: Dict, nodes: int, cpus: int, bandwidth: float) -> Dict:
             "draw_seconds_per_minibatch": draw,
             "sentences_per_second": e["batch_size"] / per_minibatch,
             "one_machine_sentences_per_second": e["batch_size"] / (m["driver_seconds"] + m["draw_seconds_one_worker"]),
-            "note": "the driver's serial work (counting the draws, decay, G' weights, pruning) bounds the speed-up: "
-                    "larger minibatches move work to the workers",
+            "note": "the driver's serial work per minibatch (reading and packing the text, counting the draws, "
+                    "decay, the weights of G', pruning) grows with the minibatch as the draws do, so it bounds "
+                    "the speed-up at about (driver + draws) / driver, whatever the number of workers",
         }
     if "chains" in result:
         c = result["chains"]
