@@ -682,3 +682,25 @@ def test_cli_export_ldavis(trained, tmp_path):
         r = run(CliRunner(), "export-ldavis", root / "out" / "model", root / "docs.txt", "--output", out,
                 "--html", tmp_path / "vis.html")
         assert r.exit_code == 1 and "pip install pyLDAvis" in r.output and not (tmp_path / "vis.html").exists()
+
+
+def test_training_draws_documents_on_two_threads_with_the_one_thread_model(corpus, monkeypatch):
+    """The local E-step of a minibatch runs on the threads (`draw_documents`); the model is the same."""
+    import numba
+
+    from spacy_ag.topics import model as topic_model_module
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    threads_seen = []
+    real = topic_model_module.draw_documents
+
+    def recording(*args):
+        threads_seen.append(numba.get_num_threads())
+        return real(*args)
+
+    monkeypatch.setattr(topic_model_module, "draw_documents", recording)
+    models = [fitted(corpus, seed=2, passes=2, workers=w) for w in (1, 2)]
+    assert threads_seen and set(threads_seen) == {1, 2}
+    one, two = (model_arrays(m.learner.state, m.learner.V) for m in models)
+    assert one.keys() == two.keys() and all(np.array_equal(one[k], two[k]) for k in one)

@@ -81,14 +81,14 @@ def word_topic_log_weights(G, S, V, R, chars, out):
 
 
 @njit(cache=True)
-def _responsibilities(gamma, logp, phi):
-    """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); returns sum_t phi_t."""
+def _responsibilities(gamma, logp, phi, elog, total):
+    """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); total = sum_t phi_t.
+    elog and total: (K,) work arrays (the fixed point calls this many times per document)."""
     T, K = logp.shape
-    elog = np.empty(K)
     psi_sum = digamma(gamma.sum())
     for i in range(K):
         elog[i] = digamma(gamma[i]) - psi_sum
-    total = np.zeros(K)
+        total[i] = 0.0
     for t in range(T):
         m = -np.inf
         for i in range(K):
@@ -100,7 +100,6 @@ def _responsibilities(gamma, logp, phi):
         for i in range(K):
             phi[t, i] /= z
             total[i] += phi[t, i]
-    return total
 
 
 @njit(cache=True)
@@ -119,15 +118,20 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
     sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
     T, K = logp.shape
+    elog = np.empty(K)
+    total = np.empty(K)
     for i in range(K):
         gamma[i] = alpha[i] + T / K
     for _ in range(iterations):
-        new = alpha + _responsibilities(gamma, logp, phi)
-        change = np.abs(new - gamma).max()
-        gamma[:] = new
+        _responsibilities(gamma, logp, phi, elog, total)
+        change = 0.0
+        for i in range(K):
+            new = alpha[i] + total[i]
+            change = max(change, abs(new - gamma[i]))
+            gamma[i] = new
         if change < 1e-3:
             break
-    _responsibilities(gamma, logp, phi)  # final responsibilities from the final gamma
+    _responsibilities(gamma, logp, phi, elog, total)  # final responsibilities from the final gamma
     loglik = 0.0
     norm = gamma.sum()
     for t in range(T):
@@ -183,9 +187,75 @@ def _label(S, R, topic, chars):
 
 
 @njit(cache=True)
-def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, pos,
-                     stack, result, need):
-    """Local E-step, S draws per token and f/g/h counts for documents docs[pos:] (4.4, 4.5).
+def draw_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
+                   topics, entries, logliks):
+    """Local E-step and S draws per token of every document of `docs`, in parallel (4.4, 4.5);
+    the state is only read.
+
+    Document b's draws go to topics[r] and entries[r] for r from tok_start[b] * n_samples, token
+    by token, S each: the topic drawn, and the entry of that topic drawn, or -1 for a draw from
+    the base. logliks[b] is the document's log likelihood. Each document has its own random
+    stream (seeds[b]), so the draws do not depend on the number of threads; they are what the
+    sequential loop drew too, since the entries that `absorb_document_draws` creates have weight
+    zero until the next G'.
+    """
+    G, S, V, R = borrowed((G, S, V, R))
+    _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples,
+                             tok_start, topics, entries, logliks)
+
+
+@njit(cache=True, parallel=True)
+def _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples,
+                             tok_start, topics, entries, logliks):
+    for b in prange(docs.shape[0]):
+        _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
+                       topics, entries, logliks, b)
+
+
+@njit(cache=True)
+def _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
+                   topics, entries, logliks, b):
+    K = R.topic_nt.shape[0]
+    d = docs[b]
+    t0, t1 = doc_ptr[d], doc_ptr[d + 1]
+    logp, ys = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
+    phi = np.empty((t1 - t0, K))
+    gamma = np.empty(K)
+    logliks[b] = document_topics(alpha, logp, iterations, gamma, phi)
+    rng = seeded_rng(seeds[b])
+    r = tok_start[b] * n_samples
+    for t in range(t0, t1):
+        for _ in range(n_samples):
+            u = uniform(rng)
+            i = K - 1
+            for q in range(K):
+                u -= phi[t - t0, q]
+                if u <= 0.0:
+                    i = q
+                    break
+            # an entry of TOPIC_i spelling the word, or a draw from the base
+            u = uniform(rng)
+            chosen = -1
+            y = ys[t - t0]
+            if y >= 0:
+                k = S.trie_head[y]
+                while k >= 0:
+                    if S.tab_adaptor[k] == R.topic_adaptor[i] and V.lw[k] > -np.inf:
+                        u -= math.exp(V.lw[k] - logp[t - t0, i])
+                        if u <= 0.0:
+                            chosen = k
+                            break
+                    k = S.tab_next[k]
+            topics[r] = i
+            entries[r] = chosen
+            r += 1
+
+
+@njit(cache=True)
+def absorb_document_draws(G, S, V, R, chars, tok_ptr, doc_ptr, docs, n_samples, tok_start, topics, entries,
+                          logliks, pos, stack, result, need):
+    """f/g/h counts of the draws of documents docs[pos:], in order; a base draw whose word has no
+    entry under its topic yet creates one (4.5).
 
     result[0] accumulates the documents' log likelihood, result[1] the tokens.
     Returns the next position; stopping early means the pools need the (nodes, tables, trie
@@ -194,7 +264,6 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
     G, S, V, R = borrowed((G, S, V, R))
     K = R.topic_nt.shape[0]
     w = 1.0 / n_samples
-    gamma = np.empty(K)
     while pos < docs.shape[0]:
         d = docs[pos]
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
@@ -204,36 +273,17 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
         if not room_ok(S, nodes, tables, n_chars + 1):
             need[0], need[1], need[2] = nodes, tables, n_chars + 1
             return pos
-        logp, ys = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
-        phi = np.empty((t1 - t0, K))
-        result[0] += document_topics(alpha, logp, iterations, gamma, phi)
+        result[0] += logliks[pos]
         result[1] += t1 - t0
-        rng = seeded_rng(seeds[pos])
+        r = tok_start[pos] * n_samples
         for t in range(t0, t1):
             word = chars[tok_ptr[t]:tok_ptr[t + 1]]
             for _ in range(n_samples):
-                u = uniform(rng)
-                i = K - 1
-                for q in range(K):
-                    u -= phi[t - t0, q]
-                    if u <= 0.0:
-                        i = q
-                        break
+                i = topics[r]
+                chosen = entries[r]
+                r += 1
                 V.g_batch[R.sent_doc[0]] += w
                 V.g_batch[R.doc_topic[i]] += w
-                # an entry of TOPIC_i spelling the word, or a draw from the base
-                u = uniform(rng)
-                chosen = -1
-                y = ys[t - t0]
-                if y >= 0:
-                    k = S.trie_head[y]
-                    while k >= 0:
-                        if S.tab_adaptor[k] == R.topic_adaptor[i] and V.lw[k] > -np.inf:
-                            u -= math.exp(V.lw[k] - logp[t - t0, i])
-                            if u <= 0.0:
-                                chosen = k
-                                break
-                        k = S.tab_next[k]
                 if chosen < 0:
                     n = word.shape[0]
                     V.g_batch[R.topic_word[i]] += w
@@ -242,9 +292,7 @@ def absorb_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, it
                     V.g_batch[R.chars_last[0]] += w
                     for p in range(n):
                         V.g_batch[R.char_rule[word[p]]] += w
-                    if y < 0:
-                        y = yield_node(S, word, 0, n, G.n_term)
-                        ys[t - t0] = y
+                    y = yield_node(S, word, 0, n, G.n_term)
                     k = S.trie_head[y]  # the word's derivation is unique: same topic, same entry
                     while k >= 0 and S.tab_adaptor[k] != R.topic_adaptor[i]:
                         k = S.tab_next[k]

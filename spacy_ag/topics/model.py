@@ -2,8 +2,9 @@
 
 Data path: documents (lists of word tokens) -> the generated topic grammar
 (`topic_grammar`) -> the shared grammaton state and variational statistics
--> minibatches of documents through `absorb_documents` and the online
-updates of `OnlineLearner` -> topics whose vocabularies grow with the stream.
+-> minibatches of documents through `draw_documents` (in parallel) and
+`absorb_document_draws` (in order) and the online updates of
+`OnlineLearner` -> topics whose vocabularies grow with the stream.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import numpy as np
 from ..core.compiled import CompiledGrammar
 from ..core.online import OnlineLearner, _mix
 from ..core.state import yield_length, yield_terms
-from ..core.topics import TopicRules, absorb_documents, document_word_weights, infer_documents
+from ..core.topics import (
+    TopicRules, absorb_document_draws, document_word_weights, draw_documents, infer_documents,
+)
 from ..core.variational import stick_parameters
 from ..corpus import chunked
 from ..grammar import parse_grammar_text, write_pycfg
@@ -43,7 +46,7 @@ default_topic_settings = topic_online_settings
 
 
 class TopicLearner(OnlineLearner):
-    """The online learner with the topic grammar's E-step (`absorb_documents`)."""
+    """The online learner with the topic grammar's E-step (`draw_documents`, `absorb_document_draws`)."""
 
     def __init__(self, compiled: CompiledGrammar, settings: OnlineSettings, seed: int = 0, **kwargs):
         super().__init__(compiled, settings, seed, **kwargs)
@@ -59,14 +62,24 @@ class TopicLearner(OnlineLearner):
 
     def step_documents(self, chars, tok_ptr, doc_ptr, docs, corpus_size: Optional[int], iterations: int) -> Dict:
         started = time.perf_counter()
-        eps, scale = self.begin_minibatch(len(docs), corpus_size)
-        seeds = np.array([_mix(self.seed, self.minibatches, i) for i in range(len(docs))], dtype=np.uint64)
-        result = np.zeros(2)
-        self.drive(lambda pos, need: absorb_documents(self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr,
-                                                      docs, seeds, self.alpha, iterations, self.settings.samples,
-                                                      pos, self.stack, result, need), len(docs))
-        self.inside_calls += int(result[1])
-        line = self.end_minibatch(eps, scale, started, float(result[0]))
+        with self._threads(True):
+            eps, scale = self.begin_minibatch(len(docs), corpus_size)
+            seeds = np.array([_mix(self.seed, self.minibatches, i) for i in range(len(docs))], dtype=np.uint64)
+            samples = self.settings.samples
+            lengths = doc_ptr[docs + 1] - doc_ptr[docs]
+            tok_start = np.zeros(len(docs) + 1, np.int64)
+            np.cumsum(lengths, out=tok_start[1:])
+            topics = np.empty(int(tok_start[-1]) * samples, np.int32)
+            entries = np.empty(len(topics), np.int64)
+            logliks = np.empty(len(docs))
+            draw_documents(self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr, docs, seeds, self.alpha,
+                           iterations, samples, tok_start, topics, entries, logliks)
+            result = np.zeros(2)
+            self.drive(lambda pos, need: absorb_document_draws(
+                self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr, docs, samples, tok_start, topics,
+                entries, logliks, pos, self.stack, result, need), len(docs))
+            self.inside_calls += int(result[1])
+            line = self.end_minibatch(eps, scale, started, float(result[0]))
         line["documents_seen"] = self.seen
         return line
 
@@ -162,16 +175,21 @@ class TopicModel:
 
     def alphabet(self, docs: Iterable[Sequence[str]]) -> set:
         """The characters of the documents' tokens (whitespace and control characters left out)."""
-        return {c for d in docs for token in d for c in self._chars(token) if not is_hard_boundary(c)}
+        types = set().union(*(set(d) for d in docs))  # spell each word type once, not each token
+        units = {c for token in types for c in self._chars(token)}
+        return {c for c in units if not is_hard_boundary(c)}
 
     def _pack(self, docs: Sequence[Sequence[str]]):
         """Flat character ids; tokens with a character the grammar does not know are dropped."""
         index = self.compiled.term_index
+        spelled: Dict[str, List[int]] = {}  # the character ids of each word type of these documents
         tok_lengths, doc_lengths, ids = [], [], []
         for doc in docs:
             n = 0
             for token in doc:
-                codes = [index.get(c, -1) for c in self._chars(token)]
+                codes = spelled.get(token)
+                if codes is None:
+                    codes = spelled[token] = [index.get(c, -1) for c in self._chars(token)]
                 if not codes or min(codes) < 0:
                     self.dropped_tokens += bool(codes)
                     continue
