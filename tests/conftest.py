@@ -129,6 +129,22 @@ def cluster():
     ray.shutdown()
 
 
+def record_numba_threads(monkeypatch, module, name: str) -> list:
+    """Wrap `module.name` so that each call records numba's thread count then; returns the records
+    (a test of a parallel path checks that it really ran on more than one thread)."""
+    import numba
+
+    seen = []
+    real = getattr(module, name)
+
+    def recording(*args):
+        seen.append(numba.get_num_threads())
+        return real(*args)
+
+    monkeypatch.setattr(module, name, recording)
+    return seen
+
+
 def processes_of(folder: str):
     """The processes whose command line names `folder`, with their descendants (Ray's agents and workers)."""
     table = {}

@@ -29,7 +29,7 @@ from spacy_ag.ray_estep import watch_estep
 from spacy_ag.serialize import state_arrays
 from spacy_ag.settings import OnlineSettings
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from conftest import UNIGRAM
+from conftest import UNIGRAM, record_numba_threads
 
 #: two passes in minibatches of 40 utterances, pruned and re-derived every 3 minibatches
 SETTINGS = dict(batch_size=40, tau=4.0, kappa=0.7, samples=4, refine_every=3, passes=2, truncation={"Word": 30})
@@ -97,14 +97,7 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
 def test_the_parallel_local_estep_runs_on_two_threads_with_the_one_thread_result(texts, reference, monkeypatch):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
-    threads_seen = []
-    real = online_module.draw_trees
-
-    def recording(*args):
-        threads_seen.append(numba.get_num_threads())
-        return real(*args)
-
-    monkeypatch.setattr(online_module, "draw_trees", recording)
+    threads_seen = record_numba_threads(monkeypatch, online_module, "draw_trees")
     monkeypatch.setattr(online_module, "PARALLEL_MIN_TERMINALS", 0)  # every minibatch on the threads
     monkeypatch.setattr(online_module, "PARALLEL_MIN_ENTRIES", 0)
     model = AdaptorGrammar(UNIGRAM, inference="online", online=OnlineSettings(**SETTINGS, workers=2),

@@ -27,7 +27,7 @@ from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, t
 from spacy_ag.topics.coherence import read_documents
 from spacy_ag.topics.model import topic_rules
 from spacy_ag.topics.standard_coherence import topic_coherences
-from conftest import assert_one_error_line
+from conftest import assert_one_error_line, record_numba_threads
 
 ALPHABET = "abcdefghijkl"
 K = 3
@@ -692,14 +692,7 @@ def test_training_draws_documents_on_two_threads_with_the_one_thread_model(corpu
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
-    threads_seen = []
-    real = topic_model_module.draw_documents
-
-    def recording(*args):
-        threads_seen.append(numba.get_num_threads())
-        return real(*args)
-
-    monkeypatch.setattr(topic_model_module, "draw_documents", recording)
+    threads_seen = record_numba_threads(monkeypatch, topic_model_module, "draw_documents")
     models = [fitted(corpus, seed=2, passes=2, workers=w) for w in (1, 2)]
     assert threads_seen and set(threads_seen) == {1, 2}
     one, two = (model_arrays(m.learner.state, m.learner.V) for m in models)
