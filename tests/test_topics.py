@@ -697,3 +697,16 @@ def test_training_draws_documents_on_two_threads_with_the_one_thread_model(corpu
     assert threads_seen and set(threads_seen) == {1, 2}
     one, two = (model_arrays(m.learner.state, m.learner.V) for m in models)
     assert one.keys() == two.keys() and all(np.array_equal(one[k], two[k]) for k in one)
+
+
+def test_all_adaptors_entries_in_one_scan_equal_each_adaptors_entries_by_rank(model):
+    """refresh_weights orders every topic's entries in one scan of the tables; the same order."""
+    from spacy_ag.core.grammatons import entries_by_rank, entries_of_all_adaptors
+
+    S, V = model.learner.state, model.learner.V
+    n_ad = model.learner.G.adaptor_nt.shape[0]
+    ptr = np.empty(n_ad + 1, np.int64)
+    ordered = entries_of_all_adaptors(S, V, n_ad, ptr)
+    assert n_ad == K and ptr[-1] > 10 * K
+    for ad in range(n_ad):
+        assert np.array_equal(ordered[ptr[ad]:ptr[ad + 1]], entries_by_rank(S, V, ad))

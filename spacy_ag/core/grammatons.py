@@ -181,6 +181,33 @@ def remove_entry(G, S, V, k, stack):
 
 
 @njit(cache=True)
+def entries_of_all_adaptors(S, V, n_ad, ptr):
+    """Every adaptor's entries in stick order, in one scan of the tables: adaptor ad's are
+    out[ptr[ad]:ptr[ad+1]], as `entries_by_rank(S, V, ad)` gives them (which scans every table
+    per adaptor: K scans of the whole pool for a K-topic model). ptr: (n_ad + 1,)."""
+    n_tab = S.counters[TAB_HWM]
+    ptr[:] = 0
+    for k in range(n_tab):
+        if S.tab_state[k] == OPEN:
+            ptr[S.tab_adaptor[k] + 1] += 1
+    for ad in range(n_ad):
+        ptr[ad + 1] += ptr[ad]
+    out = np.empty(ptr[n_ad], np.int64)
+    keys = np.empty(ptr[n_ad], np.int64)
+    cursor = ptr[:n_ad].copy()
+    for k in range(n_tab):
+        if S.tab_state[k] == OPEN:
+            ad = S.tab_adaptor[k]
+            out[cursor[ad]] = k
+            keys[cursor[ad]] = V.rank[k]
+            cursor[ad] += 1
+    for ad in range(n_ad):
+        lo, hi = ptr[ad], ptr[ad + 1]
+        out[lo:hi] = out[lo:hi][np.argsort(keys[lo:hi], kind="mergesort")]
+    return out
+
+
+@njit(cache=True)
 def entries_by_rank(S, V, ad):
     """The entries of adaptor `ad` in stick order."""
     n_tab = S.counters[TAB_HWM]

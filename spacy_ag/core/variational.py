@@ -18,8 +18,8 @@ from .borrowed import borrowed
 from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, sample_records, trie_need
 from .expectations import expected_log_theta, stick_expectations
 from .grammatons import (
-    NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, find_entry, merge_entries,
-    new_table_node, remove_entry, same_derivation, yield_node,
+    NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
+    find_entry, merge_entries, new_table_node, remove_entry, same_derivation, yield_node,
 )
 from .sampler import need_nodes
 from .state import (
@@ -175,6 +175,13 @@ def decay(S, V, eps, scale):
 def stick_parameters(S, V, ad, corr):
     """The entries of `ad` in stick order with their nu1, nu2 (Eqs. 12-13)."""
     entries = entries_by_rank(S, V, ad)
+    nu1, nu2 = stick_nus(S, V, ad, entries, corr)
+    return entries, nu1, nu2
+
+
+@njit(cache=True)
+def stick_nus(S, V, ad, entries, corr):
+    """nu1, nu2 (Eqs. 12-13) of the entries of `ad`, given in stick order."""
     nu1 = np.empty(entries.shape[0])
     nu2 = np.empty(entries.shape[0])
     a = S.ad_a[ad]
@@ -186,7 +193,7 @@ def stick_parameters(S, V, ad, corr):
         nu1[p] = 1.0 - a + F
         nu2[p] = b + (p + 1) * a + tail
         tail += F
-    return entries, nu1, nu2
+    return nu1, nu2
 
 
 @njit(cache=True)
@@ -201,8 +208,12 @@ def refresh_weights(G, S, V, corr):
         V.gamma[r] = V.alpha[r] + corr * V.gt[r] + S.f[r]
     elog_theta = np.empty(n_rules)
     expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog_theta)
-    for ad in range(G.adaptor_nt.shape[0]):
-        entries, nu1, nu2 = stick_parameters(S, V, ad, corr)
+    n_ad = G.adaptor_nt.shape[0]
+    ptr = np.empty(n_ad + 1, np.int64)
+    ordered = entries_of_all_adaptors(S, V, n_ad, ptr)
+    for ad in range(n_ad):
+        entries = ordered[ptr[ad]:ptr[ad + 1]]
+        nu1, nu2 = stick_nus(S, V, ad, entries, corr)
         log_pi = np.empty(entries.shape[0])
         V.elog_rho[ad] = stick_expectations(nu1, nu2, log_pi)
         for p in range(entries.shape[0]):

@@ -179,10 +179,21 @@ class TopicModel:
         units = {c for token in types for c in self._chars(token)}
         return {c for c in units if not is_hard_boundary(c)}
 
+    #: Word types whose character ids `_pack` keeps between minibatches (then it starts afresh).
+    SPELLED_CACHE_TYPES = 1 << 20
+
+    def _spelled_cache(self) -> Dict[str, List[int]]:
+        """The character ids of the word types packed so far, for this grammar (a stream's word
+        types come back minibatch after minibatch; spelling one costs a grapheme split)."""
+        cache = getattr(self, "_spelled", None)
+        if cache is None or cache[0] is not self.compiled or len(cache[1]) > self.SPELLED_CACHE_TYPES:
+            cache = self._spelled = (self.compiled, {})
+        return cache[1]
+
     def _pack(self, docs: Sequence[Sequence[str]]):
         """Flat character ids; tokens with a character the grammar does not know are dropped."""
         index = self.compiled.term_index
-        spelled: Dict[str, List[int]] = {}  # the character ids of each word type of these documents
+        spelled = self._spelled_cache()
         tok_lengths, doc_lengths, ids = [], [], []
         for doc in docs:
             n = 0
