@@ -123,16 +123,16 @@ class RayEStep(RayActors):
              seeds: np.ndarray) -> Draws:
         """The draws of `batch` under the learner's current G', from the workers."""
         weights = estep_weights(learner.state, learner.V)
-        shards_before, weights_before = self.shard_bytes, self.weights_bytes
         weights_ref = self.ray.put(weights)
-        refs = []
+        refs, shard_bytes = [], 0
         for i, (start, end) in enumerate(split_batch(sent_ptr, batch, len(self.actors))):
-            shard_words, shard_ptr = pack_shard(words, sent_ptr, batch, start, end)
-            shard_seeds = seeds[start:end]
-            refs.append(self.actors[i].draw.remote([weights_ref], shard_words, shard_ptr, shard_seeds))
-            self.shard_bytes += shard_words.nbytes + shard_ptr.nbytes + shard_seeds.nbytes
-        self.weights_bytes += sum(a.nbytes for a in weights.values())
-        self.bytes_sent += self.shard_bytes - shards_before + len(refs) * (self.weights_bytes - weights_before)
+            shard = (*pack_shard(words, sent_ptr, batch, start, end), seeds[start:end])
+            refs.append(self.actors[i].draw.remote([weights_ref], *shard))
+            shard_bytes += sum(a.nbytes for a in shard)
+        weights_bytes = sum(a.nbytes for a in weights.values())
+        self.weights_bytes += weights_bytes
+        self.shard_bytes += shard_bytes
+        self.bytes_sent += len(refs) * weights_bytes + shard_bytes
         try:
             parts = self.ray.get(refs)
         except self.ray.exceptions.RayActorError as err:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import math
 import os
 import shutil
@@ -127,6 +128,15 @@ def cluster():
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield ray
     ray.shutdown()
+
+
+def run_driver(script: str, task) -> dict:
+    """Run `script` as a Ray driver process of its own (a process that was the driver of another
+    cluster keeps that one's settings), `task` as JSON on its stdin; returns the JSON of its last line."""
+    done = subprocess.run([sys.executable, "-c", script], input=json.dumps(task), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def record_numba_threads(monkeypatch, module, name: str) -> list:

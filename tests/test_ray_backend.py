@@ -28,7 +28,9 @@ from spacy_ag.serialize import read_npz, state_arrays
 from spacy_ag.settings import SegmenterSettings, SettingError, TrainingSettings, check
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
 from spacy_ag.training import TrainingInterrupted
-from conftest import NO_RAY, UNIGRAM, assert_one_error_line, engine_config, processes_of, stop_processes
+from conftest import (
+    NO_RAY, UNIGRAM, assert_one_error_line, engine_config, processes_of, run_driver, stop_processes,
+)
 
 #: 60 sweeps of 2 chains; checkpoints every 10 (a lost chain repeats at most 10 sweeps)
 OPTIONS = dict(iterations=60, chains=2, seed=7, sample_every=2, checkpoint_every=10)
@@ -255,11 +257,7 @@ print(json.dumps({"nodes": sorted({e["node"] for e in events if e["event"] == "s
 
 
 def test_chains_on_two_raylets_equal_local_ones(texts, reference, two_raylets):
-    task = json.dumps([two_raylets, OPTIONS, UNIGRAM, texts])
-    done = subprocess.run([sys.executable, "-c", TWO_NODE_DRIVER], input=task, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = run_driver(TWO_NODE_DRIVER, [two_raylets, OPTIONS, UNIGRAM, texts])
     assert len(got["nodes"]) == 2  # one CPU per raylet: one chain on each
     state = {k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in sorted(state_arrays(reference.state).items())}
     assert got["state"] == state

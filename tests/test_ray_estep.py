@@ -9,11 +9,8 @@ reason when it is not installed (``pip install spacy-ag[ray]``).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import signal
-import subprocess
-import sys
 
 import numba
 import numpy as np
@@ -29,7 +26,7 @@ from spacy_ag.ray_estep import watch_estep
 from spacy_ag.serialize import state_arrays
 from spacy_ag.settings import OnlineSettings
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from conftest import UNIGRAM, record_numba_threads
+from conftest import UNIGRAM, record_numba_threads, run_driver
 
 #: two passes in minibatches of 40 utterances, pruned and re-derived every 3 minibatches
 SETTINGS = dict(batch_size=40, tau=4.0, kappa=0.7, samples=4, refine_every=3, passes=2, truncation={"Word": 30})
@@ -185,10 +182,6 @@ print(json.dumps({"nodes": sorted({w["node"] for w in closing["workers"]}),
 
 
 def test_estep_on_two_raylets_equals_local(texts, reference, two_raylets):
-    task = json.dumps([two_raylets, SETTINGS, UNIGRAM, texts])
-    done = subprocess.run([sys.executable, "-c", TWO_NODE_DRIVER], input=task, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = run_driver(TWO_NODE_DRIVER, [two_raylets, SETTINGS, UNIGRAM, texts])
     assert len(got["nodes"]) == 2  # one CPU per raylet: one worker on each
     assert got["state"] == fingerprint(reference)

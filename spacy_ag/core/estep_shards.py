@@ -22,11 +22,12 @@ from .rng import make_rng
 from .state import N_TRIE, TAB_HWM, State, new_state, rehash
 from .variational import OVERFLOW, estep
 
-#: The state arrays `estep` reads with the entries' weights given (the rest of the state stays
-#: empty); `estep_view` rebuilds ht_key and ht_val from trie_parent and trie_term.
-ESTEP_STATE_FIELDS = ("trie_parent", "trie_term", "trie_head", "tab_adaptor", "tab_next", "ad_a", "ad_b", "ad_n")
-#: The statistics `estep` reads: the rule weights and the entries' log weights of G'.
-ESTEP_VARIATIONAL_FIELDS = ("rho", "lw")
+#: The state arrays a worker receives, per trie node, per table and per adaptor: what `estep` reads
+#: with the entries' weights given, but the trie's hash table, which `estep_view` rebuilds from
+#: trie_parent and trie_term (a third of the bytes). The rest of the state stays empty.
+ESTEP_TRIE_FIELDS = ("trie_parent", "trie_term", "trie_head")
+ESTEP_TABLE_FIELDS = ("tab_adaptor", "tab_next")
+ESTEP_ADAPTOR_FIELDS = ("ad_a", "ad_b", "ad_n")
 
 
 class Draws(NamedTuple):
@@ -72,14 +73,14 @@ def compact(draws: Draws) -> Draws:
 
 
 def estep_weights(S: State, V: Variational) -> Dict[str, np.ndarray]:
-    """What a worker needs to draw under the current G' (sent once per minibatch): the yield trie
-    as parent and terminal per node (`estep_view` rebuilds its hash table, a third of the bytes),
-    the tables' lists in their order (the cache weights are summed in it) and the weights."""
+    """What a worker needs to draw under the current G' (sent once per minibatch): the yield trie,
+    the tables' lists in their order (the cache weights are summed in it) and the rule and entry
+    weights, each cut at its high-water mark."""
     n_trie, hwm = int(S.counters[N_TRIE]), max(1, int(S.counters[TAB_HWM]))
-    out = {name: getattr(S, name)[:n_trie] for name in ("trie_parent", "trie_term", "trie_head")}
-    out.update({name: getattr(S, name)[:hwm] for name in ("tab_adaptor", "tab_next")})
-    out.update({name: getattr(S, name) for name in ("ad_a", "ad_b", "ad_n")})
-    out.update({"V.rho": V.rho, "V.lw": V.lw[:hwm]})
+    out = {name: getattr(S, name)[:n_trie] for name in ESTEP_TRIE_FIELDS}
+    out.update({name: getattr(S, name)[:hwm] for name in ESTEP_TABLE_FIELDS})
+    out.update({name: getattr(S, name) for name in ESTEP_ADAPTOR_FIELDS})
+    out.update(rho=V.rho, lw=V.lw[:hwm])
     return out
 
 
@@ -99,9 +100,9 @@ def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np
     ht_key = np.full(1 << max(4, int(np.ceil(np.log2(max(1, n_trie) * 2)))), -1, np.int64)
     ht_val = np.full(len(ht_key), -1, np.int32)
     rehash(parent[1:].astype(np.int64) * n_term + term[1:], np.arange(1, n_trie, dtype=np.int32), ht_key, ht_val)
-    S = template_S._replace(ht_key=ht_key, ht_val=ht_val,
-                            **{name: weights[name] for name in ESTEP_STATE_FIELDS if name in weights})
-    V = template_V._replace(**{name: weights["V." + name] for name in ESTEP_VARIATIONAL_FIELDS})
+    S = template_S._replace(ht_key=ht_key, ht_val=ht_val, **{
+        name: weights[name] for name in ESTEP_TRIE_FIELDS + ESTEP_TABLE_FIELDS + ESTEP_ADAPTOR_FIELDS})
+    V = template_V._replace(rho=weights["rho"], lw=weights["lw"])
     return S, V
 
 

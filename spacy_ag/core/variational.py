@@ -30,6 +30,14 @@ NEG_INF = -np.inf
 OK, UNPARSEABLE, OVERFLOW = 0, 1, 2
 
 
+@njit(cache=True, inline="always")
+def splitmix64(x):
+    """The splitmix64 output for state `x` (a uint64): a well-mixed 64-bit value."""
+    z = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 @njit(cache=True)
 def seeded_rng(seed):
     """xoshiro256** state from one 64-bit seed (splitmix64), as `rng.make_rng`."""
@@ -37,10 +45,7 @@ def seeded_rng(seed):
     x = np.uint64(seed)
     for i in range(4):
         x += np.uint64(0x9E3779B97F4A7C15)
-        z = x
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        out[i] = z ^ (z >> np.uint64(31))
+        out[i] = splitmix64(x)
     return out
 
 
@@ -259,13 +264,9 @@ def prune(G, S, V, eps, truncation, stack):
 
 @njit(cache=True)
 def entry_seed(base, e):
-    """The seed of entry e's random stream in one re-derivation pass: a splitmix64 hash of
-    (base, e), so that neighbouring streams share no state (seeded_rng(s) and seeded_rng(s + 1)
-    would overlap)."""
-    z = np.uint64(base) + np.uint64(e + 1) * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """The seed of entry e's random stream in one re-derivation pass: splitmix64 of (base, e), so
+    that neighbouring streams share no state (seeded_rng(s) and seeded_rng(s + 1) would overlap)."""
+    return splitmix64(np.uint64(base) + np.uint64(e + 1) * np.uint64(0x9E3779B97F4A7C15))
 
 
 @njit(cache=True)
