@@ -193,7 +193,7 @@ class AdaptorGrammar:
             ckpt = str(Path(checkpoint_dir) / f"chain-{c}.npz") if checkpoint_dir else None
             jobs.append(ChainJob(compiled, words, sent_ptr, self.sampler, training, c, seg_mask,
                                  fingerprint, ckpt, resume, list(gold) if gold else None,
-                                 corpus.sentences if gold else None))
+                                 corpus.sentences if gold else None, self.online))
         try:
             if training.backend == "ray":
                 from .ray_chains import run_chains_on_ray

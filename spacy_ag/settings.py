@@ -134,8 +134,9 @@ class SamplerSettings:
     """MCMC settings ([sampler]); the defaults are Johnson & Goldwater (2009)'s (py-cfg flags in brackets)."""
 
     collapsed: bool = setting(True, "integrate the rule probabilities out [-E]")
-    init: str = setting("batch", "initialise all sentences at once (batch) or one by one (incremental) [-D]",
-                        choices=("batch", "incremental"))
+    init: str = setting("batch", "initialise all sentences at once (batch) or one by one (incremental) [-D], "
+                                 "or from an online pass with the [online] settings (online)",
+                        choices=("batch", "incremental", "online"))
     label_resampling: bool = setting(True, "resample the labels of tables after each sweep [-R -1]")
     mh: bool = setting(True, "Metropolis-Hastings correction of the PCFG proposal [-H turns it off]")
     random_order: bool = setting(True, "visit sentences in a new random order every sweep [-I: corpus order]")

@@ -32,8 +32,9 @@ import numpy as np
 
 from .core.chain import Chain
 from .core.compiled import CompiledGrammar
+from .core.warm_start import warm_start
 from .evaluation import segmentation_scores
-from .settings import SamplerSettings, TrainingSettings
+from .settings import OnlineSettings, SamplerSettings, TrainingSettings
 from .serialize import meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
 
 TraceCallback = Callable[[Dict], None]
@@ -106,6 +107,7 @@ class ChainJob:
     resume: bool = False
     gold: Optional[List[List[str]]] = None
     sentences: Optional[List[Sequence[str]]] = None
+    online: Optional[OnlineSettings] = None  # the pass of sampler.init = "online"
 
 
 @dataclass
@@ -237,7 +239,9 @@ def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None,
     if job.resume and job.checkpoint and Path(job.checkpoint).exists():
         state, start, trace, marginals = _load_checkpoint(job)
     chain = Chain(job.compiled, job.words, job.sent_ptr, job.sampler, seed, state=state, iteration=start)
-    if state is None:
+    if state is None and job.sampler.init == "online":
+        warm_start(chain, job.online or OnlineSettings())
+    elif state is None:
         chain.initialize()
     stop = _StopRequest() if stop is None else stop
     whole = [True]  # False while an iteration is half done: such a state is never checkpointed

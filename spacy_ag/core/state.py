@@ -174,6 +174,21 @@ def alloc_node(S, kind, sym, rule):
     return x
 
 
+@njit(cache=True, inline="always")
+def link_built_children(S, x, built, top, n):
+    """Hang the last n nodes of the stack `built` under x, built[top - 1] first (trees read from
+    records are built children first, right to left); returns the new top."""
+    prev = -1
+    for c in range(n):
+        child = built[top - 1 - c]
+        if prev < 0:
+            S.node_child[x] = child
+        else:
+            S.node_sib[prev] = child
+        prev = child
+    return top - n
+
+
 @njit(cache=True)
 def free_node(S, x):
     c = S.counters

@@ -23,7 +23,7 @@ from .grammatons import (
 )
 from .sampler import need_nodes
 from .state import (
-    OPEN, RULE, TAB_HWM, TERM, alloc_node, room_ok, yield_length, yield_terms,
+    OPEN, RULE, TAB_HWM, TERM, alloc_node, link_built_children, room_ok, yield_length, yield_terms,
 )
 
 NEG_INF = -np.inf
@@ -118,15 +118,7 @@ def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
             rule = rec[r, 2]
             x = alloc_node(S, RULE, rec[r, 1], rule)
             V.g_batch[rule] += weight
-            prev = -1
-            for c in range(rec[r, 3]):
-                child = built[top - 1 - c]
-                if prev < 0:
-                    S.node_child[x] = child
-                else:
-                    S.node_sib[prev] = child
-                prev = child
-            top -= rec[r, 3]
+            top = link_built_children(S, x, built, top, rec[r, 3])
         else:  # REC_NEW: its label is on top
             top -= 1
             y = yield_node(S, words, rec[r, 4], rec[r, 5], G.n_term)
