@@ -47,20 +47,28 @@ def _stick_terms(nu1, nu2, log_pi, log_rest, i):
 
 
 @njit(cache=True, parallel=True)
-def stick_expectations(nu1, nu2, log_pi):
-    """E_q[log pi_i] of every listed entry (Eq. 7); returns E_q[log rho], the base-draw mass.
+def stick_terms(nu1, nu2, log_pi, log_rest):
+    """E_q[log V_i] into log_pi and E_q[log(1 - V_i)] into log_rest, for every i.
 
     The digammas, three per entry and most of the online learner's per-minibatch time on large
-    grammatons, run in parallel; the sums over earlier sticks stay in stick order (same result
-    on any number of threads)."""
+    grammatons, run in parallel (the same numbers on any number of threads)."""
     m = nu1.shape[0]
-    log_rest = np.empty(m)  # E_q[log(1 - V_i)]
     if m >= 512:  # below, a thread hand-off costs more than it saves
         for i in prange(m):
             _stick_terms(nu1, nu2, log_pi, log_rest, i)
     else:
         for i in range(m):
             _stick_terms(nu1, nu2, log_pi, log_rest, i)
+
+
+@njit(cache=True)
+def stick_expectations(nu1, nu2, log_pi):
+    """E_q[log pi_i] of every listed entry (Eq. 7); returns E_q[log rho], the base-draw mass.
+
+    The sums over earlier sticks run in stick order after `stick_terms`."""
+    log_rest = np.empty(nu1.shape[0])  # E_q[log(1 - V_i)]
+    stick_terms(nu1, nu2, log_pi, log_rest)
+    m = nu1.shape[0]
     rest = 0.0  # sum over earlier sticks of E_q[log(1 - V_j)]
     for i in range(m):
         log_pi[i] += rest

@@ -16,7 +16,7 @@ from numba import njit, prange
 from .analyses import free_tree
 from .borrowed import borrowed
 from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, sample_records, trie_need
-from .expectations import expected_log_theta, stick_expectations
+from .expectations import expected_log_theta, stick_terms
 from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
     find_entry, merge_entries, new_table_node, remove_entry, same_derivation, yield_node,
@@ -208,13 +208,18 @@ def refresh_weights(G, S, V, corr):
     n_ad = G.adaptor_nt.shape[0]
     ptr = np.empty(n_ad + 1, np.int64)
     ordered = entries_of_all_adaptors(S, V, n_ad, ptr)
+    m = ordered.shape[0]
+    nu1, nu2 = np.empty(m), np.empty(m)
     for ad in range(n_ad):
-        entries = ordered[ptr[ad]:ptr[ad + 1]]
-        nu1, nu2 = stick_nus(S, V, ad, entries, corr)
-        log_pi = np.empty(entries.shape[0])
-        V.elog_rho[ad] = stick_expectations(nu1, nu2, log_pi)
-        for p in range(entries.shape[0]):
-            V.lw[entries[p]] = log_pi[p]
+        nu1[ptr[ad]:ptr[ad + 1]], nu2[ptr[ad]:ptr[ad + 1]] = stick_nus(S, V, ad, ordered[ptr[ad]:ptr[ad + 1]], corr)
+    log_pi, log_rest = np.empty(m), np.empty(m)
+    stick_terms(nu1, nu2, log_pi, log_rest)  # every adaptor's digammas in one parallel launch
+    for ad in range(n_ad):
+        rest = 0.0  # as stick_expectations: the sums over earlier sticks in stick order
+        for p in range(ptr[ad], ptr[ad + 1]):
+            V.lw[ordered[p]] = log_pi[p] + rest
+            rest += log_rest[p]
+        V.elog_rho[ad] = rest
     for r in range(n_rules):
         lw = elog_theta[r]
         ad = G.sym_adaptor[G.rule_parent[r]]

@@ -31,6 +31,7 @@ from ..archive import reproducible
 from ..serialize import state_from_arrays
 from ..text_units import DEFAULT_UNITS, LEGACY_UNITS, check_units, is_hard_boundary, text_units
 from .grammar import topic_grammar
+from .spelling import SpelledTypes
 
 PathLike = Union[str, os.PathLike]
 Report = Callable[[Dict], None]
@@ -179,40 +180,21 @@ class TopicModel:
         units = {c for token in types for c in self._chars(token)}
         return {c for c in units if not is_hard_boundary(c)}
 
-    #: Word types whose character ids `_pack` keeps between minibatches (then it starts afresh).
+    #: Word types whose spellings `_pack` keeps between minibatches (then it starts afresh).
     SPELLED_CACHE_TYPES = 1 << 20
 
-    def _spelled_cache(self) -> Dict[str, List[int]]:
-        """The character ids of the word types packed so far, for this grammar (a stream's word
-        types come back minibatch after minibatch; spelling one costs a grapheme split)."""
+    def _spelled_types(self) -> SpelledTypes:
+        """The spellings of the word types packed so far, for this grammar."""
         cache = getattr(self, "_spelled", None)
         if cache is None or cache[0] is not self.compiled or len(cache[1]) > self.SPELLED_CACHE_TYPES:
-            cache = self._spelled = (self.compiled, {})
+            cache = self._spelled = (self.compiled, SpelledTypes(self.compiled.term_index, self._chars))
         return cache[1]
 
     def _pack(self, docs: Sequence[Sequence[str]]):
         """Flat character ids; tokens with a character the grammar does not know are dropped."""
-        index = self.compiled.term_index
-        spelled = self._spelled_cache()
-        tok_lengths, doc_lengths, ids = [], [], []
-        for doc in docs:
-            n = 0
-            for token in doc:
-                codes = spelled.get(token)
-                if codes is None:
-                    codes = spelled[token] = [index.get(c, -1) for c in self._chars(token)]
-                if not codes or min(codes) < 0:
-                    self.dropped_tokens += bool(codes)
-                    continue
-                ids.extend(codes)
-                tok_lengths.append(len(codes))
-                n += 1
-            doc_lengths.append(n)
-        tok_ptr = np.zeros(len(tok_lengths) + 1, np.int64)
-        np.cumsum(tok_lengths, out=tok_ptr[1:])
-        doc_ptr = np.zeros(len(doc_lengths) + 1, np.int64)
-        np.cumsum(doc_lengths, out=doc_ptr[1:])
-        return np.array(ids, np.int32), tok_ptr, doc_ptr
+        chars, tok_ptr, doc_ptr, dropped = self._spelled_types().pack(docs)
+        self.dropped_tokens += dropped
+        return chars, tok_ptr, doc_ptr
 
     # ------------------------------------------------------------------ training
     def fit(self, docs: Sequence[Sequence[str]], *, passes: int = 1, seed: int = 0,
