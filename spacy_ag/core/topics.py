@@ -81,24 +81,29 @@ def word_topic_log_weights(G, S, V, R, chars, out):
 
 
 @njit(cache=True)
-def _responsibilities(gamma, logp, phi, elog, total):
+def _responsibilities(gamma, weights, phi, elog, total):
     """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); total = sum_t phi_t.
-    elog and total: (K,) work arrays (the fixed point calls this many times per document)."""
-    T, K = logp.shape
+
+    weights[t, i] = P_i(w_t) / max_j P_j(w_t) (`_relative_weights`), so an iteration takes K
+    exponentials, not T x K. elog and total: (K,) work arrays (the fixed point calls this many
+    times per document)."""
+    T, K = weights.shape
     psi_sum = digamma(gamma.sum())
+    top = -np.inf
     for i in range(K):
         elog[i] = digamma(gamma[i]) - psi_sum
+        top = max(top, elog[i])
         total[i] = 0.0
+    for i in range(K):
+        elog[i] = math.exp(elog[i] - top)  # exp(E log theta_i), scaled so that the largest is 1
     for t in range(T):
-        m = -np.inf
-        for i in range(K):
-            m = max(m, elog[i] + logp[t, i])
         z = 0.0
         for i in range(K):
-            phi[t, i] = math.exp(elog[i] + logp[t, i] - m)
+            phi[t, i] = elog[i] * weights[t, i]
             z += phi[t, i]
+        inv = 1.0 / z
         for i in range(K):
-            phi[t, i] /= z
+            phi[t, i] *= inv
             total[i] += phi[t, i]
 
 
@@ -113,6 +118,22 @@ def document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1):
 
 
 @njit(cache=True)
+def _relative_weights(logp):
+    """P_i(w_t) / max_j P_j(w_t) from the log weights, in (0, 1], and each row's max (T,)."""
+    T, K = logp.shape
+    weights = np.empty((T, K))
+    top = np.empty(T)
+    for t in range(T):
+        m = -np.inf
+        for i in range(K):
+            m = max(m, logp[t, i])
+        top[t] = m
+        for i in range(K):
+            weights[t, i] = math.exp(logp[t, i] - m)
+    return weights, top
+
+
+@njit(cache=True)
 def document_topics(alpha, logp, iterations, gamma, phi):
     """Local mean-field for one document: gamma = alpha + sum_t phi_t with
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
@@ -120,10 +141,11 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     T, K = logp.shape
     elog = np.empty(K)
     total = np.empty(K)
+    weights, top = _relative_weights(logp)
     for i in range(K):
         gamma[i] = alpha[i] + T / K
     for _ in range(iterations):
-        _responsibilities(gamma, logp, phi, elog, total)
+        _responsibilities(gamma, weights, phi, elog, total)
         change = 0.0
         for i in range(K):
             new = alpha[i] + total[i]
@@ -131,17 +153,14 @@ def document_topics(alpha, logp, iterations, gamma, phi):
             gamma[i] = new
         if change < 1e-3:
             break
-    _responsibilities(gamma, logp, phi, elog, total)  # final responsibilities from the final gamma
+    _responsibilities(gamma, weights, phi, elog, total)  # final responsibilities from the final gamma
     loglik = 0.0
     norm = gamma.sum()
     for t in range(T):
-        m = -np.inf
-        for i in range(K):
-            m = max(m, logp[t, i])
         z = 0.0
         for i in range(K):
-            z += gamma[i] / norm * math.exp(logp[t, i] - m)
-        loglik += m + math.log(z)
+            z += gamma[i] / norm * weights[t, i]
+        loglik += top[t] + math.log(z)
     return loglik
 
 

@@ -58,8 +58,12 @@ class SpelledTypes:
         types: List[int] = []
         per_doc = np.empty(len(docs), np.int64)
         for d, doc in enumerate(docs):
-            types.extend([index[t] if t in index else add(t) for t in doc])
-            per_doc[d] = len(doc)
+            ids = list(map(index.get, doc))
+            if None in ids:  # types not seen before (a type new twice in one document is added once)
+                ids = [t if t is not None else index.get(token) if token in index else add(token)
+                       for t, token in zip(ids, doc)]
+            types.extend(ids)
+            per_doc[d] = len(ids)
         tids = np.array(types, np.int64)
         keep = self.known[tids]
         dropped = int(np.count_nonzero(~keep & (self.length[tids] > 0)))
