@@ -21,6 +21,8 @@ from typer.testing import CliRunner
 from spacy_ag.cli import app
 from spacy_ag.config import is_topic_config, load_topic_config
 from spacy_ag.core.compiled import CompiledGrammar
+from spacy_ag.core.expectations import digamma
+from spacy_ag.core.topics import _relative_weights, _responsibilities, document_topics
 from spacy_ag.grammar import Adaptor
 from spacy_ag.online_training import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
@@ -710,3 +712,65 @@ def test_all_adaptors_entries_in_one_scan_equal_each_adaptors_entries_by_rank(mo
     assert n_ad == K and ptr[-1] > 10 * K
     for ad in range(n_ad):
         assert np.array_equal(ordered[ptr[ad]:ptr[ad + 1]], entries_by_rank(S, V, ad))
+
+
+def _fixed_point_in_log_space(alpha, logp, iterations):
+    """The local fixed point as docs/algorithms.md 4.4 writes it, every weight in log space."""
+    T, K = logp.shape
+    gamma = alpha + T / K
+    for it in range(iterations + 1):
+        elog = np.array([digamma(g) for g in gamma]) - digamma(gamma.sum())
+        scores = elog + logp
+        phi = np.exp(scores - scores.max(axis=1, keepdims=True))
+        phi /= phi.sum(axis=1, keepdims=True)
+        if it == iterations:
+            break
+        new = alpha + phi.sum(axis=0)
+        done = np.abs(new - gamma).max() < 1e-3
+        gamma = new
+        if done:
+            phi = None
+            break
+    if phi is None:  # as the kernel: final responsibilities from the final gamma
+        elog = np.array([digamma(g) for g in gamma]) - digamma(gamma.sum())
+        scores = elog + logp
+        phi = np.exp(scores - scores.max(axis=1, keepdims=True))
+        phi /= phi.sum(axis=1, keepdims=True)
+    mix = gamma / gamma.sum()
+    top = logp.max(axis=1)
+    loglik = float(np.sum(top + np.log(np.exp(logp - top[:, None]) @ mix)))
+    return gamma, phi, loglik
+
+
+@pytest.mark.parametrize("alpha_value", [0.1, 1e-200])
+def test_document_fixed_point_equals_the_log_space_one(alpha_value):
+    """Scaling each token's weights by their largest (K exponentials per iteration) changes no
+    result, also where the products underflow (a tiny alpha) and the kernel falls back to logs."""
+    rng = np.random.default_rng(5)
+    T, K = 40, 6
+    logp = rng.normal(-30.0, 15.0, (T, K))
+    logp[:, 2] -= 400.0  # a topic under which every word is far less likely
+    alpha = np.full(K, alpha_value)
+    gamma, phi = np.empty(K), np.empty((T, K))
+    loglik = document_topics(alpha, logp, 20, gamma, phi)
+    want_gamma, want_phi, want_loglik = _fixed_point_in_log_space(alpha, logp, 20)
+    assert np.isfinite(phi).all() and np.allclose(phi.sum(axis=1), 1.0)
+    assert np.allclose(gamma, want_gamma, rtol=1e-9, atol=1e-12)
+    assert np.allclose(phi, want_phi, rtol=1e-9, atol=1e-12)
+    assert loglik == pytest.approx(want_loglik, rel=1e-12)
+
+
+def test_responsibilities_fall_back_to_log_space_where_the_products_underflow():
+    """A topic with gamma near 0 that alone explains a word: every product underflows, and the
+    responsibilities must still be those of the log-space formula (the other topics, here)."""
+    gamma = np.array([1e-300, 5.0, 3.0])
+    logp = np.array([[0.0, -800.0, -801.0], [-2.0, -1.0, -3.0]])
+    weights, _ = _relative_weights(logp)
+    phi, work = np.empty((2, 3)), [np.empty(3) for _ in range(3)]
+    _responsibilities(gamma, logp, weights, phi, *work)
+    elog = np.array([digamma(g) for g in gamma]) - digamma(gamma.sum())
+    scores = elog + logp
+    want = np.exp(scores - scores.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    assert weights[0, 1] == 0.0 and phi[0, 1] > 0.5  # the underflowed row follows the log-space one
+    assert np.allclose(phi, want, rtol=1e-12, atol=1e-300)

@@ -81,12 +81,12 @@ def word_topic_log_weights(G, S, V, R, chars, out):
 
 
 @njit(cache=True)
-def _responsibilities(gamma, weights, phi, elog, total):
+def _responsibilities(gamma, logp, weights, phi, elog, scaled, total):
     """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); total = sum_t phi_t.
 
-    weights[t, i] = P_i(w_t) / max_j P_j(w_t) (`_relative_weights`), so an iteration takes K
-    exponentials, not T x K. elog and total: (K,) work arrays (the fixed point calls this many
-    times per document)."""
+    weights[t, i] = P_i(w_t) / max_j P_j(w_t) (`_relative_weights` of the log weights logp), so an
+    iteration takes K exponentials, not T x K. elog, scaled and total: (K,) work arrays (the fixed
+    point calls this many times per document)."""
     T, K = weights.shape
     psi_sum = digamma(gamma.sum())
     top = -np.inf
@@ -95,12 +95,20 @@ def _responsibilities(gamma, weights, phi, elog, total):
         top = max(top, elog[i])
         total[i] = 0.0
     for i in range(K):
-        elog[i] = math.exp(elog[i] - top)  # exp(E log theta_i), scaled so that the largest is 1
+        scaled[i] = math.exp(elog[i] - top)  # exp(E log theta_i), the largest 1
     for t in range(T):
         z = 0.0
         for i in range(K):
-            phi[t, i] = elog[i] * weights[t, i]
+            phi[t, i] = scaled[i] * weights[t, i]
             z += phi[t, i]
+        if not z > 1e-280:  # the products underflowed (a tiny gamma_i): the same in log space
+            m = -np.inf
+            for i in range(K):
+                m = max(m, elog[i] + logp[t, i])
+            z = 0.0
+            for i in range(K):
+                phi[t, i] = math.exp(elog[i] + logp[t, i] - m)
+                z += phi[t, i]
         inv = 1.0 / z
         for i in range(K):
             phi[t, i] *= inv
@@ -139,13 +147,12 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
     sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
     T, K = logp.shape
-    elog = np.empty(K)
-    total = np.empty(K)
+    elog, scaled, total = np.empty(K), np.empty(K), np.empty(K)
     weights, top = _relative_weights(logp)
     for i in range(K):
         gamma[i] = alpha[i] + T / K
     for _ in range(iterations):
-        _responsibilities(gamma, weights, phi, elog, total)
+        _responsibilities(gamma, logp, weights, phi, elog, scaled, total)
         change = 0.0
         for i in range(K):
             new = alpha[i] + total[i]
@@ -153,7 +160,7 @@ def document_topics(alpha, logp, iterations, gamma, phi):
             gamma[i] = new
         if change < 1e-3:
             break
-    _responsibilities(gamma, weights, phi, elog, total)  # final responsibilities from the final gamma
+    _responsibilities(gamma, logp, weights, phi, elog, scaled, total)  # final responsibilities from the final gamma
     loglik = 0.0
     norm = gamma.sum()
     for t in range(T):
