@@ -14,7 +14,8 @@ seed, with `sampler.init` set to each of `--inits`; the warm start's pass uses t
 [online] section of `configs/brent-<grammar>-online.cfg`. Token F of the current
 analyses is taken at the checkpoints (`eval_at`), and the process CPU seconds at
 every sweep's end, counted from just before training starts, so that the
-initialisation (and the online pass) are on the clock. Each run is a process of
+initialisation (and the online pass) are on the clock; the log posterior (with the
+hyperparameters' prior) at the checkpoints says whether a start buys F at the cost of posterior. Each run is a process of
 its own (`--only`), so the kernels' compilation is not counted: a first short run
 compiles and caches them.
 """
@@ -46,21 +47,25 @@ def run_one(grammar: str, data: str, init: str, seed: int, sweeps: int, checkpoi
     online = load_training_config(ROOT / "configs" / f"brent-{grammar}-online.cfg").online
     cfg = dataclasses.replace(cfg, online=dataclasses.replace(online, workers=1))
     corpus = read_corpus(data, gold=True)
-    # compile the kernels outside the clock (the first fit fixes a model's alphabet: a model of its own)
-    build_model(cfg).fit(["".join(s) for s in corpus.sentences[:20]], iterations=1, seed=seed, checkpoint_every=0)
+    # compile the kernels outside the clock, the refinement's too (the first fit fixes a model's
+    # alphabet: a model of its own)
+    warm_up = dataclasses.replace(cfg, online=dataclasses.replace(cfg.online, refine_every=1))
+    build_model(warm_up).fit(["".join(s) for s in corpus.sentences[:20]], iterations=1, seed=seed,
+                             checkpoint_every=0)
     model = build_model(cfg)
     cpu = []
-    token_f = {}
+    token_f, log_posterior = {}, {}
 
     def on_sweep(line):
         cpu.append(time.process_time() - started)
         if "token_f" in line:
             token_f[str(line["iteration"])] = line["token_f"]
+            log_posterior[str(line["iteration"])] = line["log_posterior"] + line["log_prior"]
 
     started = time.process_time()
     model.fit(corpus, iterations=sweeps, chains=1, seed=seed, burn_in=sweeps - 1, checkpoint_every=0,
               gold=corpus.gold_words, eval_at=list(checkpoints), callback=on_sweep, workers=1)
-    return {"init": init, "seed": seed, "token_f": token_f,
+    return {"init": init, "seed": seed, "token_f": token_f, "log_posterior": log_posterior,
             "cpu_seconds": {str(c): cpu[c - 1] for c in checkpoints if c <= len(cpu)},
             "first_sweep_cpu": cpu[0] if cpu else None}
 
@@ -69,8 +74,8 @@ def summary(runs, inits, checkpoints) -> dict:
     out = {}
     for init in inits:
         mine = [r for r in runs if r["init"] == init]
-        out[init] = {str(c): {"token_f": statistics.mean(r["token_f"][str(c)] for r in mine),
-                              "cpu_seconds": statistics.mean(r["cpu_seconds"][str(c)] for r in mine)}
+        out[init] = {str(c): {key: statistics.mean(r[key][str(c)] for r in mine)
+                              for key in ("token_f", "log_posterior", "cpu_seconds")}
                      for c in checkpoints if all(str(c) in r["token_f"] for r in mine)}
     return out
 
