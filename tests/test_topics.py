@@ -701,11 +701,17 @@ def test_training_draws_documents_on_two_threads_with_the_one_thread_model(corpu
     assert one.keys() == two.keys() and all(np.array_equal(one[k], two[k]) for k in one)
 
 
-def test_all_adaptors_entries_in_one_scan_equal_each_adaptors_entries_by_rank(model):
-    """refresh_weights orders every topic's entries in one scan of the tables; the same order."""
+@pytest.mark.parametrize("ranks", ["trained", "wide span", "repeated"])
+def test_all_adaptors_entries_in_one_scan_equal_each_adaptors_entries_by_rank(model, ranks):
+    """refresh_weights orders every topic's entries in one scan of the tables, placed by rank
+    (or sorted, for ranks an edited file could hold: a huge span, repeats); the same order."""
     from spacy_ag.core.grammatons import entries_by_rank, entries_of_all_adaptors
 
     S, V = model.learner.state, model.learner.V
+    if ranks != "trained":
+        rng = np.random.default_rng(1)
+        high = 10 ** 15 if ranks == "wide span" else 50
+        V = V._replace(rank=rng.integers(0, high, V.rank.shape[0]))
     n_ad = model.learner.G.adaptor_nt.shape[0]
     ptr = np.empty(n_ad + 1, np.int64)
     ordered = entries_of_all_adaptors(S, V, n_ad, ptr)

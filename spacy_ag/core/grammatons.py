@@ -192,9 +192,36 @@ def entries_of_all_adaptors(S, V, n_ad, ptr):
             ptr[S.tab_adaptor[k] + 1] += 1
     for ad in range(n_ad):
         ptr[ad + 1] += ptr[ad]
-    out = np.empty(ptr[n_ad], np.int64)
-    keys = np.empty(ptr[n_ad], np.int64)
+    m = ptr[n_ad]
+    out = np.empty(m, np.int64)
     cursor = ptr[:n_ad].copy()
+    if m == 0:
+        return out
+    # Ranks are distinct (one counter hands them out), so the entries are placed by rank in a
+    # table of the rank span (at most the entries since the last pruning renumbered them) and
+    # read back in order: no sort. A span out of proportion, or a repeated rank, as only an
+    # edited model file could have, takes the sort.
+    lo, hi = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    for k in range(n_tab):
+        if S.tab_state[k] == OPEN:
+            lo = min(lo, V.rank[k])
+            hi = max(hi, V.rank[k])
+    if hi - lo < 4 * m + 1024:
+        by_rank = np.full(hi - lo + 1, -1, np.int64)
+        distinct = True
+        for k in range(n_tab):
+            if S.tab_state[k] == OPEN:
+                if by_rank[V.rank[k] - lo] >= 0:
+                    distinct = False
+                by_rank[V.rank[k] - lo] = k
+        if distinct:
+            for k in by_rank:
+                if k >= 0:
+                    ad = S.tab_adaptor[k]
+                    out[cursor[ad]] = k
+                    cursor[ad] += 1
+            return out
+    keys = np.empty(m, np.int64)
     for k in range(n_tab):
         if S.tab_state[k] == OPEN:
             ad = S.tab_adaptor[k]
@@ -202,8 +229,8 @@ def entries_of_all_adaptors(S, V, n_ad, ptr):
             keys[cursor[ad]] = V.rank[k]
             cursor[ad] += 1
     for ad in range(n_ad):
-        lo, hi = ptr[ad], ptr[ad + 1]
-        out[lo:hi] = out[lo:hi][np.argsort(keys[lo:hi], kind="mergesort")]
+        a, b = ptr[ad], ptr[ad + 1]
+        out[a:b] = out[a:b][np.argsort(keys[a:b], kind="mergesort")]
     return out
 
 
