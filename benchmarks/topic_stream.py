@@ -92,7 +92,6 @@ packages (the ``bench`` extra).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 import sys
@@ -112,17 +111,8 @@ from spacy_ag.text_units import DEFAULT_UNITS, text_units  # noqa: E402
 from spacy_ag.topics.coherence import read_documents  # noqa: E402
 
 
-def _benchmarks_topics():
-    """benchmarks/topics.py (no package: loaded by path), for its helpers."""
-    spec = importlib.util.spec_from_file_location("benchmarks_topics", Path(__file__).with_name("topics.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_base = _benchmarks_topics()
-Missing, log, need, peak_rss_mb, versions, write_json = (
-    _base.Missing, _base.log, _base.need, _base.peak_rss_mb, _base.versions, _base.write_json)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from topics import Missing, log, need, peak_rss_mb, versions, write_json  # noqa: E402  (benchmarks/topics.py)
 
 SYSTEMS = ("spacy_ag", "gensim_dict", "gensim_first_chunk")
 VOCABULARIES = {"gensim_dict": "dict", "gensim_first_chunk": "first_chunk"}

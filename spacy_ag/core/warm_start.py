@@ -17,16 +17,14 @@ import numpy as np
 from numba import njit
 
 from ..settings import OnlineSettings
-
 from .analyses import add
 from .borrowed import borrowed
 from .chain import UnparseableSentence
 from .chart import REC_CACHED, REC_NEW, REC_RULE, REC_TERM, trie_need
-from .sampler import need_nodes
-from .state import (
-    OPEN, RULE, TABLE, TERM, alloc_node, link_built_children, room_ok, trie_insert, yield_terms,
-)
+from .grammatons import yield_node
 from .online import OnlineLearner
+from .sampler import need_nodes
+from .state import OPEN, RULE, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_terms
 from .variational import OK
 
 #: Sentences drawn at a time when the chain's first analyses are seated (bounds the records in memory).
@@ -50,10 +48,7 @@ def _entry_node(G, So, Sc, k, entry_table, terms, work, top, pend, n_pend):
         Sc.node_aux[x] = Sc.tab_yield[t]
         return x, top, n_pend
     n = yield_terms(So, So.tab_yield[k], terms)
-    y = 0
-    for p in range(n):
-        y = trie_insert(Sc, y, terms[p], G.n_term)
-    Sc.node_aux[x] = y
+    Sc.node_aux[x] = yield_node(Sc, terms, 0, n, G.n_term)
     src = So.tab_label[k]
     label = alloc_node(Sc, RULE, So.node_sym[src], So.node_rule[src])
     Sc.node_child[x] = label
@@ -113,10 +108,7 @@ def _tree_from_records(G, So, Sc, rec, r0, r1, w, entry_table, terms, work, buil
             top -= 1
             x = alloc_node(Sc, TABLE, rec[r, 1], -1)
             Sc.node_child[x] = built[top]
-            y = 0
-            for p in range(rec[r, 4], rec[r, 5]):
-                y = trie_insert(Sc, y, w[p], G.n_term)
-            Sc.node_aux[x] = y
+            Sc.node_aux[x] = yield_node(Sc, w, rec[r, 4], rec[r, 5], G.n_term)
         built[top] = x
         top += 1
     return built[0], n_pend
