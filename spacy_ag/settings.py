@@ -138,6 +138,9 @@ class SamplerSettings:
                                  "or from an online pass with the [online] settings (online)",
                         choices=("batch", "incremental", "online"))
     label_resampling: bool = setting(True, "resample the labels of tables after each sweep [-R -1]")
+    label_order: str = setting("adaptor", "visit the tables adaptor by adaptor, each in a random order (adaptor), "
+                                          "or by yield, all adaptors together, as py-cfg does (yield)",
+                               choices=("adaptor", "yield"))
     mh: bool = setting(True, "Metropolis-Hastings correction of the PCFG proposal [-H turns it off]")
     random_order: bool = setting(True, "visit sentences in a new random order every sweep [-I: corpus order]")
     sample_hyper: bool = setting(True, "slice-sample the Pitman-Yor a and b")

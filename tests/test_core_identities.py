@@ -17,7 +17,7 @@ from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.chart import inside
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.hyper import log_posterior, log_seating, size_histogram
-from spacy_ag.core.sampler import N_STATS, Workspace, sweep
+from spacy_ag.core.sampler import N_STATS, Workspace, sweep, tables_in_yield_order
 from spacy_ag.core.state import (
     CLOSED, FREE, N_TRIE, NODE_FREE, NODE_HWM, OPEN, TAB_FREE, TAB_HWM, TABLE, yield_terms,
 )
@@ -424,14 +424,15 @@ def _check_invariants(core, C, S, sents):
     assert np.isfinite(log_posterior(G, S, True))
 
 
-@pytest.mark.parametrize("init,n_utts,steps,seed", [
-    ("batch", 80, 6, 4),
-    ("incremental", 80, 6, 4),
-    ("batch", 20, 30, 3),  # a tiny corpus: MH and label rejections do happen
+@pytest.mark.parametrize("init,n_utts,steps,seed,label_order", [
+    ("batch", 80, 6, 4, "adaptor"),
+    ("incremental", 80, 6, 4, "adaptor"),
+    ("batch", 20, 30, 3, "adaptor"),  # a tiny corpus: MH and label rejections do happen
+    ("batch", 20, 30, 3, "yield"),
 ])
-def test_invariants_after_sweeps_collocation(core, init, n_utts, steps, seed):
+def test_invariants_after_sweeps_collocation(core, init, n_utts, steps, seed, label_order):
     C, chain, sents = _chain(core, "colloc", True, 0.2, seed=seed, n_utts=n_utts, init=init,
-                             sample_hyper=True, hyper_start=2, label_resampling=True)
+                             sample_hyper=True, hyper_start=2, label_resampling=True, label_order=label_order)
     chain.initialize()
     _check_invariants(core, C, chain.state, sents)
     rejected = 0
@@ -441,6 +442,27 @@ def test_invariants_after_sweeps_collocation(core, init, n_utts, steps, seed):
         _check_invariants(core, C, chain.state, sents)
     if steps >= 30:
         assert rejected > 0  # the rejection paths (remove new, re-add old) were exercised
+
+
+def test_yield_order_lists_every_open_table_once_by_yield(core):
+    """py-cfg's label order: yields in the order of their terminals, a yield before its
+    extensions, and the Colloc and Word tables of one yield side by side."""
+    C, chain, _ = _chain(core, "colloc", True, 0.2, seed=5, n_utts=60, init="batch")
+    chain.initialize()
+    chain.step()
+    S = chain.state
+    order = tables_in_yield_order(S, C.arrays.n_term)
+    open_k = [k for k in range(int(S.counters[TAB_HWM])) if S.tab_state[k] == OPEN]
+    assert sorted(order.tolist()) == open_k
+    buf = np.empty(int(S.counters[N_TRIE]), np.int32)
+    yields = [tuple(buf[:yield_terms(S, S.tab_yield[k], buf)].tolist()) for k in order]
+    assert yields == sorted(yields)  # tuple order puts a prefix first
+    adaptors = {int(S.tab_adaptor[k]) for k in order}
+    assert len(adaptors) == 2
+    by_yield = {}
+    for k, y in zip(order, yields):
+        by_yield.setdefault(y, set()).add(int(S.tab_adaptor[k]))
+    assert any(len(ads) == 2 for ads in by_yield.values())  # a Colloc and a Word table of one yield
 
 
 # ---------------------------------------------------------------------------

@@ -194,10 +194,11 @@ def test_enumerator_covers_every_segmentation(colloc):
     assert math.fsum(exact.values()) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("label_resampling", [True, False], ids=["labels", "no-labels"])
-def test_chain_samples_the_exact_joint_posterior(colloc, label_resampling):
+@pytest.mark.parametrize("label_resampling,label_order", [(True, "adaptor"), (True, "yield"), (False, "adaptor")],
+                         ids=["labels", "labels-by-yield", "no-labels"])
+def test_chain_samples_the_exact_joint_posterior(colloc, label_resampling, label_order):
     exact = exact_posterior(colloc, CORPUS)
-    visits = chain_frequencies(colloc, CORPUS, STEPS, label_resampling=label_resampling)
+    visits = chain_frequencies(colloc, CORPUS, STEPS, label_resampling=label_resampling, label_order=label_order)
     assert set(visits) <= set(exact)
     tv = total_variation(visits, exact)
     assert tv < TV_LIMIT, (tv, sorted(((exact[k], visits.get(k, 0.0)) for k in exact), reverse=True)[:5])

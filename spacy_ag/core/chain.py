@@ -19,7 +19,7 @@ from .rng import make_rng, shuffle
 from .chart import trie_need
 from .sampler import (
     ACCEPTED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED, N_STATS, REJECTED, UNCHANGED,
-    Workspace, add_all, initialize, need_nodes, open_tables, resample_labels, sweep,
+    Workspace, add_all, initialize, need_nodes, open_tables, resample_labels, sweep, tables_in_yield_order,
 )
 from .segmentation import corpus_marks
 from .state import State, grow, new_state
@@ -113,8 +113,9 @@ class Chain:
             G, self.state, self.words, self.sent_ptr, order, pos, s.collapsed, inv_temp, s.mh,
             self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, stats), len(order))
         if s.label_resampling:
-            for ad in G.adaptor_order:
-                tables = open_tables(self.state, ad, self.state.rng)
+            passes = ([tables_in_yield_order(self.state, G.n_term)] if s.label_order == "yield" else
+                      (open_tables(self.state, ad, self.state.rng) for ad in G.adaptor_order))
+            for tables in passes:
                 self._drive(lambda pos: resample_labels(
                     G, self.state, tables, pos, s.collapsed, inv_temp, self.max_unary, ws.rho,
                     ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, ws.terms, stats), len(tables))

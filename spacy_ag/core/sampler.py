@@ -14,7 +14,7 @@ from .analyses import add, fill_rho, free_tree, log_r, remove, same_analysis
 from .borrowed import borrowed
 from .chart import inside, new_chart, sample_tree, trie_need
 from .rng import shuffle, uniform_pos
-from .state import OPEN, TAB_HWM, room_ok, yield_terms
+from .state import N_TRIE, OPEN, TAB_HWM, room_ok, yield_terms
 
 # stats slots
 ACCEPTED, REJECTED, UNCHANGED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED = 0, 1, 2, 3, 4, 5
@@ -172,6 +172,41 @@ def open_tables(S, ad, rng):
 
 
 @njit(cache=True)
+def tables_in_yield_order(S, n_term):
+    """The open tables of all adaptors in py-cfg's order (its yield trie, walked depth first):
+    yields in the order of their terminals, each before its extensions, and the tables of one
+    yield, whatever their adaptor, one after the other."""
+    n = S.counters[N_TRIE]
+    key = np.empty(n - 1, np.int64)
+    for y in range(1, n):
+        key[y - 1] = np.int64(S.trie_parent[y]) * n_term + S.trie_term[y]
+    by_parent = np.argsort(key, kind="mergesort") + 1
+    first = np.zeros(n + 1, np.int64)
+    for y in range(1, n):
+        first[S.trie_parent[y] + 1] += 1
+    for y in range(n):
+        first[y + 1] += first[y]
+    out = np.empty(S.counters[TAB_HWM], np.int32)
+    count = 0
+    stack = np.empty(n, np.int64)
+    top = 1
+    stack[0] = 0
+    while top > 0:
+        top -= 1
+        y = stack[top]
+        k = S.trie_head[y]
+        while k >= 0:
+            if S.tab_state[k] == OPEN:
+                out[count] = k
+                count += 1
+            k = S.tab_next[k]
+        for i in range(first[y + 1] - 1, first[y] - 1, -1):
+            stack[top] = by_parent[i]
+            top += 1
+    return out[:count]
+
+
+@njit(cache=True)
 def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
                     tasks, buf, terms, stats):
     """Table-label resampling (3.12) for tables[pos:]; return the next position."""
@@ -181,6 +216,9 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
     marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
     while pos < tables.shape[0]:
         k = tables[pos]
+        if S.tab_state[k] != OPEN:  # closed by an earlier table's new label
+            pos += 1
+            continue
         n = yield_terms(S, S.tab_yield[k], terms)
         if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
             return pos
