@@ -113,8 +113,10 @@ class Chain:
             G, self.state, self.words, self.sent_ptr, order, pos, s.collapsed, inv_temp, s.mh,
             self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, stats), len(order))
         if s.label_resampling:
-            passes = ([tables_in_yield_order(self.state, G.n_term)] if s.label_order == "yield" else
-                      (open_tables(self.state, ad, self.state.rng) for ad in G.adaptor_order))
+            if s.label_order == "yield":
+                passes = [tables_in_yield_order(self.state, G.n_term)]
+            else:  # lazily: each adaptor's tables are listed after the pass over the one above
+                passes = (open_tables(self.state, ad, self.state.rng) for ad in G.adaptor_order)
             for tables in passes:
                 self._drive(lambda pos: resample_labels(
                     G, self.state, tables, pos, s.collapsed, inv_temp, self.max_unary, ws.rho,
