@@ -155,7 +155,7 @@ _base = _benchmarks_topics()
 Missing, log, need, peak_rss_mb, versions, write_json = (
     _base.Missing, _base.log, _base.need, _base.peak_rss_mb, _base.versions, _base.write_json)
 
-SYSTEMS = ("spacy_ag", "tomotopy", "gensim")
+SYSTEMS = ("spacy_ag", "spacy_ag_gibbs", "tomotopy", "gensim")
 DENEWS = ROOT.parent / "shared" / "data" / "topics" / "de-news" / "doc.dat"
 BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 TINY = 1e-300  # floor of a predictive probability (counted in zero_probability_tokens when used)
@@ -462,28 +462,8 @@ def _number_or_name(value: str):
         return value
 
 
-def run_spacy_ag(args, data) -> Dict:
-    from spacy_ag.topics import TopicModel, default_topic_settings
-
-    def model() -> TopicModel:
-        if args.workers:
-            return TopicModel(n_topics=args.topics, online=default_topic_settings(workers=args.workers))
-        return TopicModel(n_topics=args.topics)
-
-    train = data["train"]
-    t0 = time.perf_counter()
-    warm = model()  # compile (or load the cached) numba kernels outside the timed passes
-    warm.fit(train[:2 * warm.online.batch_size], passes=1, seed=args.seed)
-    warm.infer(train[:5])
-    warm.heldout_loglik(data["heldout"][:5])
-    warm.word_probabilities(data["vocab"][:5])
-    warmup = time.perf_counter() - t0
-    del warm
-    t0 = time.perf_counter()
-    tm = model()
-    tm.prepare(tm.alphabet(train), sum(len(d) for d in train))  # as TopicModel.fit does
-    out = {"setup_seconds": time.perf_counter() - t0, "warmup_seconds": warmup,
-           "rss_after_load_mb": peak_rss_mb(), "curve": [], "checkpoints": []}
+def spacy_ag_system(tm, data) -> Dict:
+    """The evaluation hooks of a spacy-ag TopicModel (see the module docstring)."""
     comp = data["completion"]
     cache: Dict = {}
 
@@ -507,7 +487,63 @@ def run_spacy_ag(args, data) -> Dict:
                                         "unspellable_tokens": unspellable},
                 "spacy_ag_mass_on_vocabulary": float(raw.sum(axis=1).mean())}
 
-    system = {"topics": tm.topics, "theta": tm.infer, "phi": phi, "extras": extras}
+    return {"topics": tm.topics, "theta": tm.infer, "phi": phi, "extras": extras}
+
+
+def run_spacy_ag_gibbs(args, data) -> Dict:
+    """spacy-ag's collapsed Gibbs mode, ``TopicModel(n_topics=K, inference="gibbs", sweeps=S)``, one
+    fit per S in --gibbs-sweeps (a Gibbs run is not scored mid-way: its last sample becomes the
+    model); each checkpoint's seconds are that fit's wall time, numba compilation excluded."""
+    from spacy_ag.topics import TopicModel
+
+    train = data["train"]
+    schedule = [int(x) for x in args.gibbs_sweeps.split(",")]
+    t0 = time.perf_counter()
+    TopicModel(n_topics=args.topics, inference="gibbs", sweeps=2).fit(train[:20], seed=args.seed).infer(train[:5])
+    out = {"warmup_seconds": time.perf_counter() - t0, "curve": [], "checkpoints": []}
+    for sweeps in schedule:
+        t1 = time.perf_counter()
+        tm = TopicModel(n_topics=args.topics, inference="gibbs", sweeps=sweeps).fit(train, seed=args.seed)
+        seconds = time.perf_counter() - t1
+        native = tm.heldout_loglik(data["heldout"])
+        point = {"sweeps": sweeps, "seconds": seconds,
+                 "native": {"heldout_loglik_per_word": native["per_word"], "tokens": native["tokens"]}}
+        point.update(evaluate(spacy_ag_system(tm, data), data, args))
+        out["checkpoints"].append(point)
+        out["curve"].append({"sweeps": sweeps, "seconds": seconds, "heldout_loglik_per_word": native["per_word"]})
+        log(f"spacy_ag_gibbs {sweeps} sweeps {seconds:.1f}s  " + summary(point))
+    out.update(stopped="max_sweeps", sweeps=schedule[-1], setup_seconds=0.0,
+               seconds=out["checkpoints"][-1]["seconds"])
+    out["config"] = {"model": "spacy_ag.topics.TopicModel, collapsed Gibbs mode",
+                     "constructor": f"TopicModel(n_topics={args.topics}, inference='gibbs', sweeps=S)",
+                     "alpha": "fitted (Minka) every 10 sweeps", "a": tm.a, "b": tm.b,
+                     "sweeps": schedule, "one_thread": True}
+    return out
+
+
+def run_spacy_ag(args, data) -> Dict:
+    from spacy_ag.topics import TopicModel, default_topic_settings
+
+    def model() -> TopicModel:
+        if args.workers:
+            return TopicModel(n_topics=args.topics, online=default_topic_settings(workers=args.workers))
+        return TopicModel(n_topics=args.topics)
+
+    train = data["train"]
+    t0 = time.perf_counter()
+    warm = model()  # compile (or load the cached) numba kernels outside the timed passes
+    warm.fit(train[:2 * warm.online.batch_size], passes=1, seed=args.seed)
+    warm.infer(train[:5])
+    warm.heldout_loglik(data["heldout"][:5])
+    warm.word_probabilities(data["vocab"][:5])
+    warmup = time.perf_counter() - t0
+    del warm
+    t0 = time.perf_counter()
+    tm = model()
+    tm.prepare(tm.alphabet(train), sum(len(d) for d in train))  # as TopicModel.fit does
+    out = {"setup_seconds": time.perf_counter() - t0, "warmup_seconds": warmup,
+           "rss_after_load_mb": peak_rss_mb(), "curve": [], "checkpoints": []}
+    system = spacy_ag_system(tm, data)
     max_passes = args.max_passes or args.spacy_ag_max_passes
     seconds, natives, stopped = 0.0, [], "max_passes"
     for p in range(max_passes):
@@ -548,7 +584,7 @@ def run_spacy_ag(args, data) -> Dict:
     return out
 
 
-RUN: Dict[str, Callable] = {"spacy_ag": run_spacy_ag, "tomotopy": run_tomotopy, "gensim": run_gensim}
+RUN: Dict[str, Callable] = {"spacy_ag": run_spacy_ag, "spacy_ag_gibbs": run_spacy_ag_gibbs, "tomotopy": run_tomotopy, "gensim": run_gensim}
 
 
 def summary(point: Dict) -> str:
@@ -576,7 +612,7 @@ def run_child(args, only: str) -> Dict:
     return _base.run_child(args, only, script=__file__, env=env)
 
 
-STEP = {"tomotopy": "iterations", "gensim": "passes", "spacy_ag": "passes"}
+STEP = {"tomotopy": "iterations", "gensim": "passes", "spacy_ag": "passes", "spacy_ag_gibbs": "sweeps"}
 ROW_METRICS = ("u_mass", "c_npmi", "c_v", "heldout_ll_per_token")
 
 
@@ -707,6 +743,8 @@ def parse_args(argv: Optional[Sequence[str]] = None):
     ap.add_argument("--patience", type=int, default=1, help="gensim, spacy_ag: passes without improvement")
     ap.add_argument("--max-passes", type=int, default=None, help="cap gensim's and spacy_ag's passes")
     ap.add_argument("--gensim-max-passes", type=int, default=50)
+    ap.add_argument("--gibbs-sweeps", default="25,50,100,200,300",
+                    help="spacy_ag_gibbs: one fit per number of sweeps")
     ap.add_argument("--spacy-ag-max-passes", type=int, default=20)
     ap.add_argument("--gensim-chunksize", type=int, default=2000)
     ap.add_argument("--gensim-iterations", type=int, default=400)

@@ -188,7 +188,7 @@ def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gamm
 
 
 @njit(cache=True)
-def _label(S, R, topic, chars):
+def derivation_label(S, R, topic, chars):
     """The one derivation of a word under TOPIC_topic, as pool nodes."""
     word_nt, chars_nt, char_nt = R.nts[0], R.nts[1], R.nts[2]
     root = alloc_node(S, RULE, R.topic_nt[topic], R.topic_word[topic])
@@ -323,7 +323,7 @@ def absorb_document_draws(G, S, V, R, chars, tok_ptr, doc_ptr, docs, n_samples, 
                     while k >= 0 and S.tab_adaptor[k] != R.topic_adaptor[i]:
                         k = S.tab_next[k]
                     if k < 0:
-                        k = create_entry(G, S, V, R.topic_adaptor[i], y, _label(S, R, i, word), stack)
+                        k = create_entry(G, S, V, R.topic_adaptor[i], y, derivation_label(S, R, i, word), stack)
                     chosen = k
                 V.f_batch[chosen] += w
         pos += 1

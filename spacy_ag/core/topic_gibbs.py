@@ -1,0 +1,178 @@
+"""Collapsed Gibbs sampling of the InfVocLDA grammar: the topic model's MCMC mode (docs/algorithms.md 2.4, 3.17).
+
+Why a second training mode: on de-news the online hybrid algorithm's topics
+stay well below a converged collapsed Gibbs sampler's by the field's
+coherence measures, whatever its knobs (README). With a = 0 each topic is a
+Dirichlet process over words with the character base G0 of the grammar
+(`WORD -> CHARS`, `CHARS -> CHAR CHARS | CHAR`, `CHAR -> c`), and the
+predictive of word w under topic k with the tables integrated out is
+(n_kw + b G0(w)) / (n_k + b). A token's topic is then drawn as in LDA's
+collapsed sampler, with the prior b G0(w) in place of a symmetric eta:
+
+    p(z_t = k | rest) ∝ (n_dk + alpha_k) (n_kw + b G0(w)) / (n_k + b).
+
+G0's rule probabilities are learned from the tables, as in every adaptor
+grammar: given n_kw customers the number of tables has the Antoniak
+distribution, drawn exactly (`table_counts`), and the rules' probabilities
+are set to their Dirichlet posterior means given the tables' spellings.
+The document prior alpha is asymmetric and fitted by Minka's fixed point
+(Wallach, Mimno & McCallum 2009: an asymmetric alpha is what makes LDA's
+topics robust).
+
+Arrays: word (N,) word-type id of every token, doc (N,) its document, z (N,)
+its topic; ndk (D, K), nwk (W, K) and nk (K,) the counts; base (W,) G0 of
+every word type. Random state: a xoshiro256** array (`rng.make_rng`).
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from .expectations import digamma
+from .grammatons import create_entry, yield_node
+from .rng import uniform
+from .state import room_ok
+from .topics import derivation_label
+
+
+@njit(cache=True)
+def topic_weights(ndk, nwk, nk, alpha, b, base, d, w, out):
+    """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b G0(w)) / (n_k + b) over k,
+    for a token of word type w in document d whose own counts are already taken out."""
+    bg = b * base[w]
+    total = 0.0
+    for k in range(nk.shape[0]):
+        total += (ndk[d, k] + alpha[k]) * (nwk[w, k] + bg) / (nk[k] + b)
+        out[k] = total
+    return total
+
+
+@njit(cache=True)
+def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
+    """Redraw every token's topic once, in corpus order, from its full conditional."""
+    K = nk.shape[0]
+    cumulative = np.empty(K)
+    for t in range(word.shape[0]):
+        w, d, k = word[t], doc[t], z[t]
+        ndk[d, k] -= 1
+        nwk[w, k] -= 1
+        nk[k] -= 1
+        u = uniform(rng) * topic_weights(ndk, nwk, nk, alpha, b, base, d, w, cumulative)
+        k = K - 1
+        for j in range(K):
+            if u < cumulative[j]:
+                k = j
+                break
+        z[t] = k
+        ndk[d, k] += 1
+        nwk[w, k] += 1
+        nk[k] += 1
+
+
+@njit(cache=True)
+def table_counts(nwk, b, base, rng, word_tables, topic_tables):
+    """Draw the number of tables behind every count n_kw > 0 of a DP(b, G0) restaurant: customer
+    i + 1 opens a table with probability b G0(w) / (b G0(w) + i) (Antoniak). Sums go to
+    word_tables (W,) and topic_tables (K,)."""
+    W, K = nwk.shape
+    topic_tables[:] = 0
+    for w in range(W):
+        bg = b * base[w]
+        word_tables[w] = 0
+        for k in range(K):
+            c = nwk[w, k]
+            if c <= 0:
+                continue
+            t = 1
+            for i in range(1, c):
+                if uniform(rng) * (bg + i) < bg:
+                    t += 1
+            word_tables[w] += t
+            topic_tables[k] += t
+
+
+@njit(cache=True)
+def spelling_counts(spell, spell_ptr, word_tables, n_char):
+    """Uses of the base's rules by the tables: (CHARS -> CHAR CHARS, CHARS -> CHAR, per character)."""
+    more = 0.0
+    last = 0.0
+    chars = np.zeros(n_char)
+    for w in range(spell_ptr.shape[0] - 1):
+        n = spell_ptr[w + 1] - spell_ptr[w]
+        more += word_tables[w] * (n - 1)
+        last += word_tables[w]
+        for p in range(spell_ptr[w], spell_ptr[w + 1]):
+            chars[spell[p]] += word_tables[w]
+    return more, last, chars
+
+
+@njit(cache=True)
+def base_probabilities(spell, spell_ptr, word_tables, prior_more, prior_last, prior_chars, out):
+    """out[w] = G0(w) with the base's rule probabilities at their posterior means given the
+    tables (Dirichlet priors prior_more, prior_last for the CHARS rules, prior_chars (C,) for
+    CHAR -> c)."""
+    more, last, chars = spelling_counts(spell, spell_ptr, word_tables, prior_chars.shape[0])
+    l_more = math.log((prior_more + more) / (prior_more + prior_last + more + last))
+    l_last = math.log((prior_last + last) / (prior_more + prior_last + more + last))
+    total = prior_chars.sum() + chars.sum()
+    l_char = np.log((prior_chars + chars) / total)
+    for w in range(spell_ptr.shape[0] - 1):
+        n = spell_ptr[w + 1] - spell_ptr[w]
+        lw = (n - 1) * l_more + l_last
+        for p in range(spell_ptr[w], spell_ptr[w + 1]):
+            lw += l_char[spell[p]]
+        out[w] = math.exp(lw)
+
+
+@njit(cache=True)
+def optimize_alpha(ndk, doc_length, alpha, iterations):
+    """Minka's fixed point for an asymmetric Dirichlet alpha (K,) from the documents' topic counts,
+    in place: alpha_k <- alpha_k sum_d [psi(n_dk + alpha_k) - psi(alpha_k)]
+                                 / sum_d [psi(n_d + alpha_0) - psi(alpha_0)]."""
+    D, K = ndk.shape
+    new = np.empty(K)
+    for _ in range(iterations):
+        a0 = alpha.sum()
+        den = 0.0
+        for d in range(D):
+            den += digamma(doc_length[d] + a0) - digamma(a0)
+        for k in range(K):
+            num = 0.0
+            for d in range(D):
+                if ndk[d, k] > 0:
+                    num += digamma(ndk[d, k] + alpha[k]) - digamma(alpha[k])
+            new[k] = max(alpha[k] * num / den, 1e-6) if den > 0 else alpha[k]
+        alpha[:] = new
+
+
+@njit(cache=True)
+def random_topics(z, n_topics, rng):
+    """The sampler's starting point: every token's topic uniform at random."""
+    for t in range(z.shape[0]):
+        z[t] = min(int(uniform(rng) * n_topics), n_topics - 1)
+
+
+@njit(cache=True)
+def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, pos, stack, need):
+    """Hand a sample to the variational state: an entry of TOPIC_k for every word w with n_kw > 0,
+    its f~ set to n_kw. spell / spell_ptr: every word type's terminal ids. Starts at word type
+    `pos` and returns the next one; stopping early means the pools need what `need` says."""
+    W, K = nwk.shape
+    while pos < W:
+        word = spell[spell_ptr[pos]:spell_ptr[pos + 1]]
+        n = word.shape[0]
+        if not room_ok(S, K * (3 * n + 2) + 8, K + 1, n + 1):
+            need[0], need[1], need[2] = K * (3 * n + 2) + 8, K + 1, n + 1
+            return pos
+        y = yield_node(S, word, 0, n, G.n_term)
+        for k in range(K):
+            if nwk[pos, k] <= 0:
+                continue
+            e = S.trie_head[y]
+            while e >= 0 and S.tab_adaptor[e] != R.topic_adaptor[k]:
+                e = S.tab_next[e]
+            if e < 0:
+                e = create_entry(G, S, V, R.topic_adaptor[k], y, derivation_label(S, R, k, word), stack)
+            V.ft[e] = nwk[pos, k]
+        pos += 1
+    return pos
