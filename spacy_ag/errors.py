@@ -83,6 +83,8 @@ class Errors(metaclass=_WithCodes):
     E071 = ("{path}: array {name!r} holds {found} at index {index}, but the trees in the state give {expected}; "
             "the model file is damaged")
     E072 = "{path}: {what}; retrain the model or restore it from a backup"
+    E073 = ("{path}: a Gibbs checkpoint of another corpus, seed or number of topics; train afresh without "
+            "--resume, or into another --output")
     # ---- text (E110-E129)
     E120 = ("{source}: a run of {n} terminals without a boundary is too long to parse with this grammar (at "
             "most {limit}: without a max_span on every adapted nonterminal, time grows with the cube of the "

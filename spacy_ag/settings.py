@@ -293,6 +293,9 @@ def topic_online_settings(**overrides: Any) -> OnlineSettings:
 #: character base, so the topics barely differ and their top words are rare ones.
 TOPIC_B = 10.0
 
+#: How a topic model learns from a corpus (`TopicModel.fit`): online passes or collapsed Gibbs sweeps.
+TOPIC_INFERENCE = ("online", "gibbs")
+
 
 @dataclass
 class TopicModelSettings:
@@ -306,6 +309,13 @@ class TopicModelSettings:
     passes: int = setting(1, "online passes over the documents", low=1)
     local_iterations: int = setting(20, "fixed-point iterations of a document's proportions", low=1)
     units: str = units_setting()
+    inference: str = setting("online", "how the topics are learned: online passes (streams) or collapsed Gibbs "
+                                       "sweeps (a corpus in memory; needs a = 0)", choices=TOPIC_INFERENCE)
+    sweeps: int = setting(300, "Gibbs sweeps (inference = gibbs)", low=1)
+    alpha_every: int = setting(10, "Gibbs: refit the asymmetric document prior alpha every this many sweeps "
+                                   "(0: keep it fixed)", low=0)
+    word_adapted: bool = setting(False, "a shared lexicon: an adapted WORD (a = 0, b = 100) between the topics and "
+                                         "the spelling")
 
 
 @dataclass
@@ -329,7 +339,8 @@ class TopicRunSettings:
     """[training] of a topic config."""
 
     seed: int = setting(0, "random seed", low=0)
-    checkpoint_every: int = setting(50, "write a checkpoint every this many minibatches (0: never)", low=0)
+    checkpoint_every: int = setting(50, "write a checkpoint every this many minibatches (online) or sweeps (gibbs) "
+                                        "(0: never)", low=0)
 
 
 # ---------------------------------------------------------------- spaCy components

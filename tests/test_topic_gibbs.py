@@ -14,13 +14,14 @@ import pytest
 
 from spacy_ag.core.rng import make_rng
 from spacy_ag.core.topic_gibbs import (
-    base_probabilities, gibbs_sweep, optimize_alpha, table_counts, topic_weights,
+    base_probabilities, collapsed_log_joint, gibbs_sweep, optimize_alpha, table_counts, topic_weights,
 )
+from spacy_ag.errors import ModelFileError
 from spacy_ag.topics import TopicModel
-from test_topics import K, PER_TOPIC, corpus, match_topics, vocab  # noqa: F401 (fixtures)
+from test_topics import TOPIC_CONFIG, K, PER_TOPIC, corpus, match_topics, run, vocab  # noqa: F401 (fixtures)
 
 
-def collapsed_log_joint(word, doc, z, K, D, W, alpha, b, base):
+def brute_force_log_joint(word, doc, z, K, D, W, alpha, b, base):
     """log p(z, w) with theta and the topics' DP(b, G0) integrated out (a = 0), by brute force."""
     ndk = np.zeros((D, K))
     nwk = np.zeros((W, K))
@@ -62,8 +63,12 @@ def test_conditional_is_the_ratio_of_collapsed_joints():
         for k in range(K_):
             zk = z.copy()
             zk[t] = k
-            joints.append(collapsed_log_joint(word, doc, zk, K_, D, W, alpha, b, base))
+            joints.append(brute_force_log_joint(word, doc, zk, K_, D, W, alpha, b, base))
         assert np.allclose(np.log(weights / weights[0]), np.array(joints) - joints[0], atol=1e-10)
+        ndk[doc[t], z[t]] += 1
+        nwk[word[t], z[t]] += 1
+        nk[z[t]] += 1
+        assert collapsed_log_joint(ndk, nwk, nk, alpha, b, base) == pytest.approx(joints[z[t]], rel=1e-12)
 
 
 def test_sweep_keeps_counts_and_is_seeded():
@@ -160,6 +165,24 @@ def test_gibbs_is_seeded_and_round_trips(gibbs_model, corpus, tmp_path):
     assert np.allclose(loaded.infer(corpus[:5]), gibbs_model.infer(corpus[:5]))
 
 
+def test_gibbs_resumes_from_a_checkpoint_exactly(corpus, tmp_path):
+    whole = TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True).fit(corpus, seed=5)
+    checkpoint = tmp_path / "gibbs.npz"
+    lines = []
+    interrupted = TopicModel(K, inference="gibbs", sweeps=13, word_adapted=True)  # stops after 13 of 20
+    interrupted.fit_gibbs(corpus, seed=5, checkpoint=checkpoint, checkpoint_every=6, callback=lines.append)
+    assert [line["iteration"] for line in lines] == list(range(1, 14))
+    assert all(np.isfinite(line["log_posterior"]) for line in lines)
+    resumed = TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True)
+    resumed.fit_gibbs(corpus, seed=5, checkpoint=checkpoint, resume=True, callback=lines.append)
+    assert [line["iteration"] for line in lines[13:]] == list(range(13, 21))  # from the checkpoint at 12
+    assert np.array_equal(resumed.get_topics()[0], whole.get_topics()[0])
+    assert np.array_equal(resumed.learner.alpha, whole.learner.alpha)
+    with pytest.raises(ModelFileError, match="E073"):
+        TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True).fit_gibbs(
+            corpus, seed=6, checkpoint=checkpoint, resume=True)
+
+
 def test_online_updates_continue_a_gibbs_model(corpus, vocab):
     model = TopicModel(K, inference="gibbs", sweeps=20).fit(corpus, seed=0)
     new_word = "lkjihg"  # never seen (the corpus' words have 3-5 characters), spelled from known ones
@@ -178,3 +201,98 @@ def test_gibbs_needs_dirichlet_process_topics():
         TopicModel(K, inference="gibbs", a=0.3)
     with pytest.raises(ValueError, match="inference must be"):
         TopicModel(K, inference="em")
+
+
+# ---------------------------------------------------------------------------
+# the shared lexicon: an adapted WORD between the topics and the spelling
+
+
+@pytest.fixture(scope="module")
+def lexicon_model(corpus):
+    return TopicModel(K, inference="gibbs", sweeps=40, word_adapted=True).fit(corpus, seed=3)
+
+
+def test_lexicon_model_recovers_topics_and_holds_every_word_once(lexicon_model, corpus, vocab):
+    assert min(match_topics(lexicon_model, vocab)[1]) >= 7
+    sizes = lexicon_model.learner.grammaton_sizes()
+    assert sizes["WORD"] == len({w for doc in corpus for w in doc})
+
+
+def test_word_weights_add_the_lexicon_to_the_spelling(lexicon_model):
+    """P_i(w) = sum of TOPIC_i's entries for w + rho(TOPIC_i -> WORD) (lexicon entry + spelling)."""
+    from spacy_ag.core.state import OPEN, yield_length, yield_terms
+    from spacy_ag.core.topics import base_log_weight
+
+    L = lexicon_model.learner
+    S, V, R = L.state, L.V, L.R
+    terms = lexicon_model.compiled.terminals
+    spelled = {}
+    for k in range(S.tab_adaptor.shape[0]):
+        if S.tab_state[k] != OPEN or V.lw[k] == -np.inf:
+            continue
+        out = np.empty(yield_length(S, S.tab_yield[k]) + 1, np.int32)
+        n = yield_terms(S, S.tab_yield[k], out)
+        spelled.setdefault("".join(terms[t] for t in out[:n]), []).append(k)
+    word = next(w for w, ks in spelled.items() if len(ks) >= 2)
+    chars = np.array([lexicon_model.compiled.term_index[c] for c in word], np.int32)
+    lexicon = [k for k in spelled[word] if S.tab_adaptor[k] == R.word_adaptor[0]]
+    assert len(lexicon) == 1
+    word_weight = math.exp(V.lw[lexicon[0]]) + math.exp(base_log_weight(R, V.lrho, chars))
+    expected = np.array([math.exp(V.lrho[R.topic_word[i]]) * word_weight for i in range(K)])
+    for k in spelled[word]:
+        i = R.adaptor_topic[S.tab_adaptor[k]]
+        if i >= 0:
+            expected[i] += math.exp(V.lw[k])
+    assert np.allclose(lexicon_model.word_probabilities([word])[:, 0], expected, rtol=1e-12)
+
+
+def test_lexicon_model_round_trips_and_learns_online(lexicon_model, corpus, vocab, tmp_path):
+    lexicon_model.save(tmp_path / "model")
+    loaded = TopicModel.load(tmp_path / "model")
+    assert loaded.word_adapted and loaded.topics(10) == lexicon_model.topics(10)
+    new_word = "lkjihg"
+    loaded.partial_fit([doc + [new_word] * 5 for doc in corpus[:50]], seed=1, corpus_size=len(corpus))
+    assert new_word in {w for i in range(K) for w, _ in loaded.top_words(i, None)}
+    assert loaded.learner.grammaton_sizes()["WORD"] == len({w for doc in corpus for w in doc}) + 1
+    assert min(match_topics(loaded, vocab)[1]) >= 7
+
+
+def test_online_training_with_a_shared_lexicon(corpus, vocab):
+    from test_topics import SETTINGS
+    from spacy_ag.topics import default_topic_settings
+
+    model = TopicModel(K, word_adapted=True, online=default_topic_settings(**SETTINGS)).fit(corpus, passes=3, seed=0)
+    assert min(match_topics(model, vocab)[1]) >= 7
+    assert model.learner.grammaton_sizes()["WORD"] > 0
+
+
+def test_cli_trains_and_resumes_gibbs_topics(tmp_path, corpus, vocab):
+    from typer.testing import CliRunner
+
+    (tmp_path / "docs.txt").write_text("\n".join(" ".join(d) for d in corpus) + "\n", encoding="utf8")
+    config = tmp_path / "topics.cfg"
+    config.write_text(TOPIC_CONFIG.format(docs=tmp_path / "docs.txt"), encoding="utf8")
+    gibbs = ["--topics.inference", "gibbs", "--topics.sweeps", "20", "--training.checkpoint_every", "8"]
+    first = run(CliRunner(), "train", config, "--output", tmp_path / "out", *gibbs)
+    assert first.exit_code == 0, first.output
+    model = TopicModel.load(tmp_path / "out" / "model")
+    assert model.inference == "gibbs" and min(match_topics(model, vocab)[1]) >= 7
+    trace = (tmp_path / "out" / "trace.jsonl").read_text(encoding="utf8").splitlines()
+    assert len(trace) == 20
+    assert (tmp_path / "out" / "checkpoints" / "gibbs.npz").exists()  # the one of sweep 16
+    again = run(CliRunner(), "train", config, "--output", tmp_path / "out", *gibbs, "--resume")
+    assert again.exit_code == 0, again.output
+    assert np.array_equal(TopicModel.load(tmp_path / "out" / "model").get_topics()[0], model.get_topics()[0])
+
+
+def test_component_learns_gibbs_topics(corpus, vocab):
+    import spacy
+    from spacy.training import Example
+
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("ag_topics", config={"n_topics": K, "inference": "gibbs", "sweeps": 30, "seed": 0})
+    nlp.initialize(lambda: [Example.from_dict(nlp.make_doc(" ".join(d)), {}) for d in corpus])
+    model = nlp.get_pipe("ag_topics").model
+    assert model.inference == "gibbs" and min(match_topics(model, vocab)[1]) >= 7
+    doc = nlp(" ".join(corpus[0]))
+    assert abs(sum(doc._.ag_topics) - 1) < 1e-9

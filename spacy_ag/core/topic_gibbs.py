@@ -32,7 +32,7 @@ from .expectations import digamma
 from .grammatons import create_entry, yield_node
 from .rng import uniform
 from .state import room_ok
-from .topics import derivation_label
+from .topics import derivation_label, lexicon_entry, spelling_label
 
 
 @njit(cache=True)
@@ -70,25 +70,37 @@ def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
 
 
 @njit(cache=True)
+def antoniak(customers, weight, rng):
+    """The number of tables of `customers` in a DP restaurant whose base gives the dish `weight`
+    (b G0(w)): customer i + 1 opens a table with probability weight / (weight + i)."""
+    tables = 1 if customers > 0 else 0
+    for i in range(1, customers):
+        if uniform(rng) * (weight + i) < weight:
+            tables += 1
+    return tables
+
+
+@njit(cache=True)
 def table_counts(nwk, b, base, rng, word_tables, topic_tables):
-    """Draw the number of tables behind every count n_kw > 0 of a DP(b, G0) restaurant: customer
-    i + 1 opens a table with probability b G0(w) / (b G0(w) + i) (Antoniak). Sums go to
-    word_tables (W,) and topic_tables (K,)."""
+    """Draw the tables behind every count n_kw of the topics' DP(b, base) restaurants; their sums
+    go to word_tables (W,) and topic_tables (K,)."""
     W, K = nwk.shape
     topic_tables[:] = 0
     for w in range(W):
-        bg = b * base[w]
         word_tables[w] = 0
         for k in range(K):
-            c = nwk[w, k]
-            if c <= 0:
-                continue
-            t = 1
-            for i in range(1, c):
-                if uniform(rng) * (bg + i) < bg:
-                    t += 1
-            word_tables[w] += t
-            topic_tables[k] += t
+            if nwk[w, k] > 0:
+                t = antoniak(nwk[w, k], b * base[w], rng)
+                word_tables[w] += t
+                topic_tables[k] += t
+
+
+@njit(cache=True)
+def lexicon_tables(word_tables, b, spelled, rng, out):
+    """Draw the tables of the shared lexicon (an adapted WORD, DP(b, G0)) whose customers are the
+    topics' tables: out[w] for word_tables[w] customers of dish w."""
+    for w in range(word_tables.shape[0]):
+        out[w] = antoniak(int(word_tables[w]), b * spelled[w], rng)
 
 
 @njit(cache=True)
@@ -146,6 +158,30 @@ def optimize_alpha(ndk, doc_length, alpha, iterations):
 
 
 @njit(cache=True)
+def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
+    """log p(z, w | alpha, b, G0) with the documents' proportions and the topics integrated out:
+    the trace of a run, and the target whose ratios `topic_weights` gives."""
+    D, K = ndk.shape
+    a0 = alpha.sum()
+    out = 0.0
+    for d in range(D):
+        n = 0
+        for k in range(K):
+            if ndk[d, k] > 0:
+                out += math.lgamma(ndk[d, k] + alpha[k]) - math.lgamma(alpha[k])
+            n += ndk[d, k]
+        out += math.lgamma(a0) - math.lgamma(n + a0)
+    for k in range(K):
+        out += math.lgamma(b) - math.lgamma(nk[k] + b)
+    for w in range(nwk.shape[0]):
+        bg = b * base[w]
+        for k in range(K):
+            if nwk[w, k] > 0:
+                out += math.lgamma(nwk[w, k] + bg) - math.lgamma(bg)
+    return out
+
+
+@njit(cache=True)
 def random_topics(z, n_topics, rng):
     """The sampler's starting point: every token's topic uniform at random."""
     for t in range(z.shape[0]):
@@ -153,18 +189,26 @@ def random_topics(z, n_topics, rng):
 
 
 @njit(cache=True)
-def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, pos, stack, need):
+def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, word_tables, pos, stack, need):
     """Hand a sample to the variational state: an entry of TOPIC_k for every word w with n_kw > 0,
-    its f~ set to n_kw. spell / spell_ptr: every word type's terminal ids. Starts at word type
-    `pos` and returns the next one; stopping early means the pools need what `need` says."""
+    its f~ set to n_kw, and with a shared lexicon an entry of WORD for every word with topic tables
+    (word_tables (W,)), which the topic entries reference. spell / spell_ptr: every word type's
+    terminal ids. Starts at word type `pos` and returns the next one; stopping early means the
+    pools need what `need` says."""
     W, K = nwk.shape
     while pos < W:
         word = spell[spell_ptr[pos]:spell_ptr[pos + 1]]
         n = word.shape[0]
-        if not room_ok(S, K * (3 * n + 2) + 8, K + 1, n + 1):
-            need[0], need[1], need[2] = K * (3 * n + 2) + 8, K + 1, n + 1
+        nodes = (K + 1) * (3 * n + 2) + 8  # a spelled label per topic, or references and one lexicon label
+        if not room_ok(S, nodes, K + 2, n + 1):
+            need[0], need[1], need[2] = nodes, K + 2, n + 1
             return pos
         y = yield_node(S, word, 0, n, G.n_term)
+        lexicon = -1
+        if R.word_adaptor[0] >= 0 and word_tables[pos] > 0:
+            lexicon = lexicon_entry(S, R, y)
+            if lexicon < 0:
+                lexicon = create_entry(G, S, V, R.word_adaptor[0], y, spelling_label(S, R, word), stack)
         for k in range(K):
             if nwk[pos, k] <= 0:
                 continue
@@ -172,7 +216,9 @@ def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, pos, stack, need):
             while e >= 0 and S.tab_adaptor[e] != R.topic_adaptor[k]:
                 e = S.tab_next[e]
             if e < 0:
-                e = create_entry(G, S, V, R.topic_adaptor[k], y, derivation_label(S, R, k, word), stack)
+                e = create_entry(G, S, V, R.topic_adaptor[k], y, derivation_label(S, R, k, word, lexicon), stack)
             V.ft[e] = nwk[pos, k]
+        if lexicon >= 0:  # its customers are the topics' tables; each topic entry's reference counts one
+            V.ft[lexicon] = max(0.0, word_tables[pos] - S.tab_count[lexicon])
         pos += 1
     return pos

@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from .borrowed import borrowed
 from .expectations import digamma
-from .grammatons import create_entry, yield_node
+from .grammatons import create_entry, new_table_node, yield_node
 from .rng import uniform
 from .state import RULE, TERM, alloc_node, room_ok, trie_child
 from .variational import seeded_rng
@@ -43,6 +43,7 @@ TopicRules = namedtuple(
         "chars_last",
         "char_rule",  # rule CHAR -> t, per terminal
         "nts",  # [WORD, CHARS, CHAR]
+        "word_adaptor",  # adaptor index of WORD, the shared lexicon, or -1 when WORD is not adapted (array of one)
     ],
 )
 
@@ -58,15 +59,38 @@ def base_log_weight(R, lrho, chars):
 
 
 @njit(cache=True)
+def lexicon_entry(S, R, y):
+    """The entry of the shared lexicon (an adapted WORD) spelling yield node y, or -1."""
+    if y < 0 or R.word_adaptor[0] < 0:
+        return -1
+    k = S.trie_head[y]
+    while k >= 0 and S.tab_adaptor[k] != R.word_adaptor[0]:
+        k = S.tab_next[k]
+    return k
+
+
+@njit(cache=True)
+def word_log_weight(S, V, R, chars, y):
+    """log weight of WORD spelling `chars` (yield node y, or -1 if it has none): the base, plus the
+    word's lexicon entry when WORD is adapted."""
+    lw = base_log_weight(R, V.lrho, chars)
+    k = lexicon_entry(S, R, y)
+    if k >= 0 and V.lw[k] > -np.inf:
+        m = max(lw, V.lw[k])
+        lw = m + math.log(math.exp(lw - m) + math.exp(V.lw[k] - m))
+    return lw
+
+
+@njit(cache=True)
 def word_topic_log_weights(G, S, V, R, chars, out):
     """out[i] = log P_i(w) under G' for every topic i."""
     K = R.topic_nt.shape[0]
-    base = base_log_weight(R, V.lrho, chars)
     y = 0
     for p in range(chars.shape[0]):
         y = trie_child(S, y, chars[p], G.n_term)
         if y < 0:
             break
+    base = word_log_weight(S, V, R, chars, y)
     for i in range(K):
         out[i] = V.lrho[R.topic_word[i]] + base
     if y >= 0:
@@ -188,12 +212,19 @@ def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gamm
 
 
 @njit(cache=True)
-def derivation_label(S, R, topic, chars):
-    """The one derivation of a word under TOPIC_topic, as pool nodes."""
-    word_nt, chars_nt, char_nt = R.nts[0], R.nts[1], R.nts[2]
+def derivation_label(S, R, topic, chars, lexicon):
+    """The derivation of a word under TOPIC_topic, as pool nodes: down to the characters, or,
+    with a lexicon entry (>= 0), to a reference to it."""
     root = alloc_node(S, RULE, R.topic_nt[topic], R.topic_word[topic])
+    S.node_child[root] = new_table_node(S, R.nts[0], lexicon) if lexicon >= 0 else spelling_label(S, R, chars)
+    return root
+
+
+@njit(cache=True)
+def spelling_label(S, R, chars):
+    """WORD -> CHARS -> ... -> the characters, as pool nodes (a word spelled by the base)."""
+    word_nt, chars_nt, char_nt = R.nts[0], R.nts[1], R.nts[2]
     word = alloc_node(S, RULE, word_nt, R.word_chars[0])
-    S.node_child[root] = word
     parent = word
     prev_char = -1
     n = chars.shape[0]
@@ -209,7 +240,7 @@ def derivation_label(S, R, topic, chars):
         S.node_child[ch] = alloc_node(S, TERM, chars[p], -1)
         parent = node
         prev_char = ch
-    return root
+    return word
 
 
 @njit(cache=True)
@@ -272,9 +303,36 @@ def _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iter
                             chosen = k
                             break
                     k = S.tab_next[k]
+            if chosen < 0:  # from the base: the word's lexicon entry (coded -2 - entry) or its spelling (-1)
+                lexicon = lexicon_entry(S, R, y)
+                if lexicon >= 0 and V.lw[lexicon] > -np.inf:
+                    word = chars[tok_ptr[t]:tok_ptr[t + 1]]
+                    if uniform(rng) < math.exp(V.lw[lexicon] - word_log_weight(S, V, R, word, y)):
+                        chosen = -2 - lexicon
             topics[r] = i
             entries[r] = chosen
             r += 1
+
+
+@njit(cache=True)
+def _absorb_word(G, S, V, R, word, y, lexicon, w, stack):
+    """Count a base draw of WORD with weight w: a use of the lexicon entry `lexicon`, or (-1) the
+    spelling's rules, and with an adapted WORD a use of the word's lexicon entry, made if new.
+    Returns the lexicon entry, or -1 when WORD is not adapted."""
+    if lexicon < 0:
+        n = word.shape[0]
+        V.g_batch[R.word_chars[0]] += w
+        V.g_batch[R.chars_more[0]] += w * (n - 1)
+        V.g_batch[R.chars_last[0]] += w
+        for p in range(n):
+            V.g_batch[R.char_rule[word[p]]] += w
+        if R.word_adaptor[0] < 0:
+            return -1
+        lexicon = lexicon_entry(S, R, y)
+        if lexicon < 0:
+            lexicon = create_entry(G, S, V, R.word_adaptor[0], y, spelling_label(S, R, word), stack)
+    V.f_batch[lexicon] += w
+    return lexicon
 
 
 @njit(cache=True)
@@ -294,8 +352,8 @@ def absorb_document_draws(G, S, V, R, chars, tok_ptr, doc_ptr, docs, n_samples, 
         d = docs[pos]
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
         n_chars = tok_ptr[t1] - tok_ptr[t0]
-        draws = min(n_samples, K)  # new entries per token: at most one per topic drawn
-        nodes, tables = draws * (3 * n_chars + 2 * (t1 - t0)) + 8, draws * (t1 - t0) + 1
+        draws = min(n_samples, K)  # new entries per token: at most one per topic drawn (and its lexicon entry)
+        nodes, tables = draws * (3 * n_chars + 3 * (t1 - t0)) + 8, 2 * draws * (t1 - t0) + 1
         if not room_ok(S, nodes, tables, n_chars + 1):
             need[0], need[1], need[2] = nodes, tables, n_chars + 1
             return pos
@@ -311,19 +369,15 @@ def absorb_document_draws(G, S, V, R, chars, tok_ptr, doc_ptr, docs, n_samples, 
                 V.g_batch[R.sent_doc[0]] += w
                 V.g_batch[R.doc_topic[i]] += w
                 if chosen < 0:
-                    n = word.shape[0]
                     V.g_batch[R.topic_word[i]] += w
-                    V.g_batch[R.word_chars[0]] += w
-                    V.g_batch[R.chars_more[0]] += w * (n - 1)
-                    V.g_batch[R.chars_last[0]] += w
-                    for p in range(n):
-                        V.g_batch[R.char_rule[word[p]]] += w
-                    y = yield_node(S, word, 0, n, G.n_term)
-                    k = S.trie_head[y]  # the word's derivation is unique: same topic, same entry
+                    y = yield_node(S, word, 0, word.shape[0], G.n_term)
+                    lexicon = _absorb_word(G, S, V, R, word, y, -2 - chosen if chosen <= -2 else -1, w, stack)
+                    k = S.trie_head[y]  # the word's derivation under a topic is unique: same topic, same entry
                     while k >= 0 and S.tab_adaptor[k] != R.topic_adaptor[i]:
                         k = S.tab_next[k]
                     if k < 0:
-                        k = create_entry(G, S, V, R.topic_adaptor[i], y, derivation_label(S, R, i, word), stack)
+                        k = create_entry(G, S, V, R.topic_adaptor[i], y, derivation_label(S, R, i, word, lexicon),
+                                         stack)
                     chosen = k
                 V.f_batch[chosen] += w
         pos += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -20,9 +21,11 @@ import numpy as np
 from ..core.online import _mix
 from ..core.rng import make_rng
 from ..core.topic_gibbs import (
-    base_probabilities, entries_from_counts, gibbs_sweep, optimize_alpha, random_topics, spelling_counts,
-    table_counts,
+    base_probabilities, collapsed_log_joint, entries_from_counts, gibbs_sweep, lexicon_tables, optimize_alpha,
+    random_topics, spelling_counts, table_counts,
 )
+from ..errors import Errors, ModelFileError
+from ..serialize import meta_header, read_npz, write_npz_atomic
 from ..core.variational import rank_by_counts, refresh_weights
 
 #: Fixed-point iterations of alpha each time it is refitted.
@@ -51,8 +54,9 @@ class GibbsSample:
     nk: np.ndarray  # (K,) int64
     alpha: np.ndarray  # (K,)
     base: np.ndarray  # (W,) G0 of every type
-    word_tables: np.ndarray  # (W,)
+    word_tables: np.ndarray  # (W,) the topics' tables of every word
     topic_tables: np.ndarray  # (K,)
+    lexicon_tables: np.ndarray  # (W,) the shared lexicon's tables (with an adapted WORD)
 
 
 def gibbs_corpus(model, docs: Sequence[Sequence[str]]) -> GibbsCorpus:
@@ -93,55 +97,113 @@ def _base_priors(learner):
     return float(alpha[R.chars_more[0]]), float(alpha[R.chars_last[0]]), chars
 
 
+#: Kind of a Gibbs checkpoint file (`write_checkpoint`).
+CHECKPOINT_KIND = "topic_gibbs_checkpoint"
+
+
 def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: int,
-              callback: Optional[Callable[[Dict], None]] = None) -> GibbsSample:
-    """`sweeps` sweeps from a random start; after each, the tables and the base are redrawn, and every
-    `alpha_every` sweeps (0: never) alpha is refitted. `callback` gets a line per sweep."""
+              callback: Optional[Callable[[Dict], None]] = None, checkpoint: Optional[Path] = None,
+              checkpoint_every: int = 0, resume: bool = False) -> GibbsSample:
+    """`sweeps` sweeps from a random start; after each, the tables (and the shared lexicon's, when
+    WORD is adapted) and the base are redrawn, and every `alpha_every` sweeps (0: never) alpha is
+    refitted. `callback` gets a trace line per sweep. Every `checkpoint_every` sweeps the sampler's
+    state is written to `checkpoint`; with `resume`, the run continues from that file and ends
+    exactly as an uninterrupted run would."""
     learner = model.learner
+    R, S = learner.R, learner.state
     K, W, D = model.n_topics, len(corpus.types), len(corpus.doc_length)
-    b = float(learner.state.ad_b[learner.R.topic_adaptor[0]])
-    rng = make_rng(_mix(seed, 0x6177))
-    z = np.empty(len(corpus.word), np.int32)
-    random_topics(z, K, rng)
+    b = float(S.ad_b[R.topic_adaptor[0]])
+    lexicon_b = float(S.ad_b[R.word_adaptor[0]]) if R.word_adaptor[0] >= 0 else 0.0
+    if resume:
+        done, z, alpha, word_tables, shared, rng = read_checkpoint(checkpoint, corpus, K, seed)
+    else:
+        done, rng = 0, make_rng(_mix(seed, 0x6177))
+        z = np.empty(len(corpus.word), np.int32)
+        random_topics(z, K, rng)
+        alpha = learner.alpha.astype(np.float64).copy()
+        word_tables = shared = None
     ndk = np.zeros((D, K), np.int32)
     nwk = np.zeros((W, K), np.int32)
     np.add.at(ndk, (corpus.doc, z), 1)
     np.add.at(nwk, (corpus.word, z), 1)
     nk = nwk.sum(axis=0).astype(np.int64)
-    alpha = learner.alpha.astype(np.float64).copy()
-    prior_more, prior_last, prior_chars = _base_priors(learner)
-    word_tables = (nwk > 0).sum(axis=1).astype(np.float64)  # one table per count, to start the base
+    if word_tables is None:
+        word_tables = (nwk > 0).sum(axis=1).astype(np.float64)  # one table per count, to start
+        shared = np.minimum(word_tables, 1.0)  # the lexicon's tables: one per word, to start
+    priors = _base_priors(learner)
     topic_tables = np.zeros(K)
-    base = np.empty(W)
-    base_probabilities(corpus.spell, corpus.spell_ptr, word_tables, prior_more, prior_last, prior_chars, base)
+    spelled, base = np.empty(W), np.empty(W)
+
+    def new_base():
+        base_probabilities(corpus.spell, corpus.spell_ptr, shared if lexicon_b else word_tables, *priors, spelled)
+        if lexicon_b:  # the lexicon's predictive, its own tables integrated out
+            base[:] = (word_tables + lexicon_b * spelled) / (word_tables.sum() + lexicon_b)
+        else:
+            base[:] = spelled
+
+    new_base()
     started = time.perf_counter()
-    for sweep in range(1, sweeps + 1):
+    for sweep in range(done + 1, sweeps + 1):
         gibbs_sweep(corpus.word, corpus.doc, z, ndk, nwk, nk, alpha, b, base, rng)
         table_counts(nwk, b, base, rng, word_tables, topic_tables)
-        base_probabilities(corpus.spell, corpus.spell_ptr, word_tables, prior_more, prior_last, prior_chars, base)
+        if lexicon_b:
+            lexicon_tables(word_tables, lexicon_b, spelled, rng, shared)
+        new_base()
         if alpha_every and sweep % alpha_every == 0:
             optimize_alpha(ndk, corpus.doc_length, alpha, ALPHA_ITERATIONS)
         if callback is not None:
-            callback({"sweep": sweep, "seconds": time.perf_counter() - started, "alpha_sum": float(alpha.sum()),
-                      "tables": float(word_tables.sum())})
-    return GibbsSample(z, ndk, nwk, nk, alpha, base, word_tables, topic_tables)
+            tables = {"TOPIC": float(word_tables.sum())} | ({"WORD": float(shared.sum())} if lexicon_b else {})
+            callback({"iteration": sweep, "log_posterior": collapsed_log_joint(ndk, nwk, nk, alpha, b, base),
+                      "tables": tables, "alpha_sum": float(alpha.sum()),
+                      "seconds": time.perf_counter() - started})
+        if checkpoint is not None and checkpoint_every and sweep % checkpoint_every == 0 and sweep < sweeps:
+            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng)
+    return GibbsSample(z, ndk, nwk, nk, alpha, base, word_tables, topic_tables, shared)
+
+
+def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, shared, rng) -> None:
+    """The sampler's state after `sweep` sweeps, atomically: the counts follow from z, the base from
+    the tables."""
+    arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng}
+    write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z)))
+
+
+def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
+    """(sweep, z, alpha, word_tables, lexicon_tables, rng) of a checkpoint of this corpus and seed."""
+    arrays, meta = read_npz(Path(path), CHECKPOINT_KIND)
+    z = arrays.get("z")
+    if (meta.get("seed") != seed or z is None or len(z) != len(corpus.word) or len(z) and
+            (int(z.min()) < 0 or int(z.max()) >= n_topics)):
+        raise ModelFileError(Errors.E073.format(path=path))
+    return (int(meta["sweep"]), z.astype(np.int32), arrays["alpha"].astype(np.float64),
+            arrays["word_tables"].astype(np.float64), arrays["lexicon_tables"].astype(np.float64),
+            arrays["rng"].astype(np.uint64))
 
 
 def load_sample(model, corpus: GibbsCorpus, sample: GibbsSample) -> None:
-    """Make the sample the model's state: entries with f~ = n_kw, rule counts g~ from the tokens and
-    the tables, the fitted alpha as the documents' prior; then the weights of G'."""
+    """Make the sample the model's state: entries with f~ = n_kw (and the lexicon's), rule counts g~
+    from the tokens and the tables, the fitted alpha as the documents' prior; then the weights of G'.
+
+    An entry's own derivation already counts once in the rule counts (`create_entry`), so g~ gets
+    the tables beyond one per entry."""
     learner = model.learner
     G, R = learner.G, learner.R
     learner._workspace(int(np.diff(corpus.spell_ptr).max()) if len(corpus.types) else 1)
     learner.drive(lambda pos, need: entries_from_counts(G, learner.state, learner.V, R, corpus.spell,
-                                                        corpus.spell_ptr, sample.nwk, pos, learner.stack, need),
-                  len(corpus.types))
+                                                        corpus.spell_ptr, sample.nwk, sample.word_tables, pos,
+                                                        learner.stack, need), len(corpus.types))
     V = learner.V
-    more, last, chars = spelling_counts(corpus.spell, corpus.spell_ptr, sample.word_tables, len(R.char_rule))
+    held = sample.nwk > 0
+    if R.word_adaptor[0] >= 0:  # the base spells the lexicon's tables; the lexicon has an entry per word
+        spelled_tables = np.maximum(sample.lexicon_tables - (sample.word_tables > 0), 0)
+    else:  # the base spells the topics' tables; a topic has an entry per word it holds
+        spelled_tables = sample.word_tables - held.sum(axis=1)
+    more, last, chars = spelling_counts(corpus.spell, corpus.spell_ptr, spelled_tables.astype(np.float64),
+                                        len(R.char_rule))
     V.gt[R.sent_doc[0]] = len(corpus.word)
     V.gt[R.doc_topic] = sample.nk
-    V.gt[R.topic_word] = sample.topic_tables
-    V.gt[R.word_chars[0]] = sample.word_tables.sum()
+    V.gt[R.topic_word] = sample.topic_tables - held.sum(axis=0)
+    V.gt[R.word_chars[0]] = spelled_tables.sum()
     V.gt[R.chars_more[0]] = more
     V.gt[R.chars_last[0]] = last
     known = R.char_rule >= 0

@@ -24,7 +24,7 @@ from ..core.variational import stick_parameters
 from ..corpus import chunked
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
-    TOPIC_B, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
+    TOPIC_B, TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
     topic_online_settings,
 )
 from ..archive import reproducible
@@ -39,13 +39,8 @@ Report = Callable[[Dict], None]
 #: The topic model's online settings (defined in `spacy_ag.settings`, with the reasons).
 TOPIC_DEFAULTS = TOPIC_ONLINE_DEFAULTS
 
-#: How `fit` trains: online passes (Zhai & Boyd-Graber's hybrid algorithm) or collapsed Gibbs sweeps.
-INFERENCE_MODES = ("online", "gibbs")
-#: Gibbs sweeps of `fit`. On de-news (K = 20) coherence stops rising after about 200-300 sweeps (README).
-GIBBS_SWEEPS = 300
-#: Refit the asymmetric document prior alpha every this many sweeps (0: keep it fixed), as Mallet and
-#: tomotopy do by default.
-GIBBS_ALPHA_EVERY = 10
+#: Defaults of the Gibbs mode, written once in `TopicModelSettings`.
+GIBBS_SWEEPS, GIBBS_ALPHA_EVERY = TopicModelSettings.sweeps, TopicModelSettings.alpha_every
 
 #: b = "auto": this fraction of the expected number of tokens per topic (tokens / K).
 AUTO_B_PER_TOKEN = 0.5
@@ -114,6 +109,7 @@ def topic_rules(compiled: CompiledGrammar) -> TopicRules:
         chars_last=np.array([index[("CHARS", ("CHAR",))]], np.int64),
         char_rule=char_rule,
         nts=np.array([nt["WORD"], nt["CHARS"], nt["CHAR"]], np.int64),
+        word_adaptor=np.array([compiled.adapted.index("WORD") if "WORD" in compiled.adapted else -1], np.int64),
     )
 
 
@@ -134,8 +130,8 @@ class TopicModel:
                  online: Optional[OnlineSettings] = None, local_iterations: int = 20,
                  word_adapted: bool = False, history_size: int = 20, units: str = DEFAULT_UNITS,
                  inference: str = "online", sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY):
-        if inference not in INFERENCE_MODES:
-            raise ValueError(f"inference must be one of {', '.join(INFERENCE_MODES)}, got {inference!r}")
+        if inference not in TOPIC_INFERENCE:
+            raise ValueError(f"inference must be one of {', '.join(TOPIC_INFERENCE)}, got {inference!r}")
         if inference == "gibbs" and a != 0:
             raise ValueError(f"the Gibbs sampler of the topics needs a = 0 (Dirichlet-process topics), got a = {a}; "
                              "use inference='online' for Pitman-Yor topics")
@@ -217,24 +213,32 @@ class TopicModel:
         """`passes` online passes over an in-memory corpus, reshuffled every pass; with
         inference="gibbs", `sweeps` collapsed Gibbs sweeps instead (`passes` is not used), whose last
         sample becomes the model (`spacy_ag.topics.gibbs`); `partial_fit` then goes on online."""
+        if self.inference == "gibbs":
+            return self.fit_gibbs(docs, seed=seed, callback=callback)
         docs = [list(d) for d in docs]
         self.prepare(self.alphabet(docs), sum(len(d) for d in docs))
-        if self.inference == "gibbs":
-            return self._fit_gibbs(docs, seed, callback)
         for p in range(passes):
             order = self.pass_order(len(docs), seed, p)
             self.partial_fit((docs[i] for i in order), seed=seed + p, corpus_size=len(docs), callback=callback)
         return self
 
-    def _fit_gibbs(self, docs, seed: int, callback: Optional[Report]) -> "TopicModel":
+    def fit_gibbs(self, docs: Sequence[Sequence[str]], *, seed: int = 0, callback: Optional[Report] = None,
+                  checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0,
+                  resume: bool = False) -> "TopicModel":
+        """`sweeps` collapsed Gibbs sweeps over an in-memory corpus (`spacy_ag.topics.gibbs`); the last
+        sample becomes the model. Every `checkpoint_every` sweeps the sampler's state goes to
+        `checkpoint`, and `resume` continues from there to the same result."""
         from .gibbs import gibbs_corpus, load_sample, run_gibbs
 
+        docs = [list(d) for d in docs]
+        self.prepare(self.alphabet(docs), sum(len(d) for d in docs))
         if self.learner.minibatches or self.learner.seen:
             raise RuntimeError("Gibbs sampling starts from an untrained model; continue a trained one with "
                                "partial_fit")
         self.learner.seed = seed
         corpus = gibbs_corpus(self, docs)
-        sample = run_gibbs(self, corpus, self.sweeps, seed, self.alpha_every, callback)
+        sample = run_gibbs(self, corpus, self.sweeps, seed, self.alpha_every, callback, checkpoint, checkpoint_every,
+                           resume)
         load_sample(self, corpus, sample)
         self.trace.append({"sweeps": self.sweeps, "documents_seen": len(docs), **self.learner.summary()})
         self.history.append({"sweeps": self.sweeps, "documents_seen": len(docs),
@@ -464,10 +468,10 @@ class TopicModel:
                         inference=meta.get("inference", "online"), sweeps=meta.get("sweeps", GIBBS_SWEEPS),
                         alpha_every=meta.get("alpha_every", GIBBS_ALPHA_EVERY))
             progress = meta["progress"]
-        except (KeyError, TypeError, ValueError) as err:
-            raise ModelFileError(Errors.E065.format(path=source, err=repr(err))) from None
         except SettingError as err:
             raise ModelFileError(Errors.E065.format(path=source, err=err)) from None
+        except (KeyError, TypeError, ValueError) as err:  # ValueError: the constructor's checks
+            raise ModelFileError(Errors.E065.format(path=source, err=repr(err))) from None
         grammar = parse_grammar_text(archive.grammar_text, fmt="pycfg", source=f"{source}/grammar.lt", start="SENT")
         state = state_from_arrays(arrays, source)
         variational = variational_from_arrays(arrays, source)

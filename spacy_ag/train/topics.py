@@ -34,6 +34,8 @@ from .resume import check_resume, record_run, run_fingerprint
 __all__ = ["TopicTrainingResult", "format_topics", "train_topics"]
 
 CHECKPOINT = "topics"
+#: The Gibbs sampler's checkpoint (inference = "gibbs"), every checkpoint_every sweeps.
+GIBBS_CHECKPOINT = "gibbs.npz"
 
 
 @dataclass
@@ -61,7 +63,6 @@ def _split(docs: List[List[str]], fraction: float, seed: int):
 def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Optional[Mapping[str, Any]] = None,
                  *, resume: bool = False, show_topics: bool = True) -> TopicTrainingResult:
     """Train a topic config as ``spacy-ag train`` does and write the output directory."""
-    from ..topics import TopicModel
     from ..topics.coherence import coherence, read_documents
 
     config_path = Path(config_path)
@@ -81,36 +82,17 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
                                    "corpus": {"heldout_fraction": v["corpus"].heldout_fraction},
                                    "training": {"seed": run.seed}}, {"corpus": corpus})
     if resume:
-        check_resume(checkpoints, fingerprint, [CHECKPOINT])
+        check_resume(checkpoints, fingerprint, [GIBBS_CHECKPOINT if t.inference == "gibbs" else CHECKPOINT])
     docs = read_documents(corpus)
     train, held = _split(docs, v["corpus"].heldout_fraction, run.seed)
     if not train:
         raise TrainingLayerError(Errors.E037.format(path=corpus))
+    train_with = _gibbs if t.inference == "gibbs" else _online
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
         write_text_atomic(out / "config.cfg", v["config"].to_str())
         if not resume:
             record_run(checkpoints, fingerprint)
-        B = v["online"].batch_size
-        per_pass = -(-len(train) // B)
-        if resume:
-            model = TopicModel.load(checkpoints / CHECKPOINT)
-            done = model.learner.minibatches
-        else:
-            model = TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=v["online"],
-                               local_iterations=t.local_iterations, units=t.units)
-            model.prepare(model.alphabet(train), sum(len(d) for d in train))
-            done = 0
-        info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
-             f"{t.passes} pass{'es' if t.passes > 1 else ''} of {per_pass} minibatches of {B}"
-             + (f", resuming after minibatch {done}" if resume else ""))
-        with TraceLog(out / "trace.jsonl", t.passes * per_pass, 1, append=resume, interactive=False) as log:
-            try:
-                _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log)
-            except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`)
-                model.save(checkpoints / CHECKPOINT)
-                raise stopped(f"{interrupted(err)} after minibatch {model.learner.minibatches}; the checkpoint is in "
-                              f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} "
-                              "--resume", err) from None
+        model = train_with(t, v["online"], train, held, corpus, run, checkpoints, resume, config_path, out)
         model.save(out / "model")
         if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
             write_text_atomic(out / "heldout.txt", "".join(" ".join(d) + "\n" for d in held))
@@ -125,6 +107,57 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
             info(f"coherence on the held-out documents: PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f}; "
                  f"held-out log likelihood {scores['heldout']['per_word']:.4f} per word ({out / 'scores.json'})")
         return TopicTrainingResult(model, out, scores)
+
+
+def _new_model(t, online):
+    from ..topics import TopicModel
+
+    return TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=online, local_iterations=t.local_iterations,
+                      units=t.units, inference=t.inference, sweeps=t.sweeps, alpha_every=t.alpha_every,
+                      word_adapted=t.word_adapted)
+
+
+def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out):
+    """Online passes, a checkpoint every `checkpoint_every` minibatches."""
+    from ..topics import TopicModel
+
+    B = online.batch_size
+    per_pass = -(-len(train) // B)
+    if resume:
+        model = TopicModel.load(checkpoints / CHECKPOINT)
+        done = model.learner.minibatches
+    else:
+        model = _new_model(t, online)
+        model.prepare(model.alphabet(train), sum(len(d) for d in train))
+        done = 0
+    info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
+         f"{t.passes} pass{'es' if t.passes > 1 else ''} of {per_pass} minibatches of {B}"
+         + (f", resuming after minibatch {done}" if resume else ""))
+    with TraceLog(out / "trace.jsonl", t.passes * per_pass, 1, append=resume, interactive=False) as log:
+        try:
+            _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log)
+        except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`)
+            model.save(checkpoints / CHECKPOINT)
+            raise stopped(f"{interrupted(err)} after minibatch {model.learner.minibatches}; the checkpoint is in "
+                          f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} "
+                          "--resume", err) from None
+    return model
+
+
+def _gibbs(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out):
+    """Collapsed Gibbs sweeps, a checkpoint every `checkpoint_every` sweeps."""
+    model = _new_model(t, online)
+    info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
+         f"{t.sweeps} Gibbs sweeps" + (", resuming from the last checkpoint" if resume else ""))
+    with TraceLog(out / "trace.jsonl", t.sweeps, 1, append=resume, interactive=False) as log:
+        try:
+            model.fit_gibbs(train, seed=run.seed, callback=log, checkpoint=checkpoints / GIBBS_CHECKPOINT,
+                            checkpoint_every=run.checkpoint_every, resume=resume)
+        except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`)
+            raise stopped(f"{interrupted(err)}; the last checkpoint (every {run.checkpoint_every} sweeps) is in "
+                          f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} --resume",
+                          err) from None
+    return model
 
 
 def _passes(model, train, passes: int, seed: int, done: int, checkpoint_every: int, checkpoint: Path,
