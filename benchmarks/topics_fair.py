@@ -72,6 +72,11 @@ each system its all-cores default and the BLAS environment alone.
   the last ``--patience`` passes. Numba compilation is not timed: a warm-up model on a few
   documents runs first (``warmup_seconds``). Inference: ``infer``; phi: ``word_probabilities``;
   top words: ``topics`` (expected stick-breaking weight E_q[pi]).
+* ``spacy_ag_gibbs``: the same model trained by collapsed Gibbs sampling with the shared lexicon,
+  ``TopicModel(n_topics=K, inference="gibbs", sweeps=S, word_adapted=True)`` (docs/algorithms.md
+  3.17); one fit per S in ``--gibbs-sweeps`` (25, 50, 100, 200, 300), each checkpoint's seconds that
+  fit's wall time; scored like ``spacy_ag``. Held-out documents are inferred by as many Gibbs sweeps
+  as tomotopy's (``local_iterations = --tomotopy-infer-iterations``, half of them burn-in).
 
 The stopping rules of gensim and spacy-ag read the held-out documents that are also scored (as a
 user watching held-out perplexity would); tomotopy's reads a training figure. ``--max-passes N``
@@ -491,19 +496,22 @@ def spacy_ag_system(tm, data) -> Dict:
 
 
 def run_spacy_ag_gibbs(args, data) -> Dict:
-    """spacy-ag's collapsed Gibbs mode, ``TopicModel(n_topics=K, inference="gibbs", sweeps=S)``, one
-    fit per S in --gibbs-sweeps (a Gibbs run is not scored mid-way: its last sample becomes the
-    model); each checkpoint's seconds are that fit's wall time, numba compilation excluded."""
+    """spacy-ag's collapsed Gibbs mode with the shared lexicon, ``TopicModel(n_topics=K,
+    inference="gibbs", sweeps=S, word_adapted=True)``, one fit per S in --gibbs-sweeps (a Gibbs run
+    is not scored mid-way: its last sample becomes the model); each checkpoint's seconds are that
+    fit's wall time, numba compilation excluded."""
     from spacy_ag.topics import TopicModel
 
     train = data["train"]
     schedule = [int(x) for x in args.gibbs_sweeps.split(",")]
     t0 = time.perf_counter()
-    TopicModel(n_topics=args.topics, inference="gibbs", sweeps=2).fit(train[:20], seed=args.seed).infer(train[:5])
+    TopicModel(n_topics=args.topics, inference="gibbs", sweeps=2, word_adapted=True).fit(
+        train[:20], seed=args.seed).infer(train[:5])
     out = {"warmup_seconds": time.perf_counter() - t0, "curve": [], "checkpoints": []}
     for sweeps in schedule:
         t1 = time.perf_counter()
-        tm = TopicModel(n_topics=args.topics, inference="gibbs", sweeps=sweeps).fit(train, seed=args.seed)
+        tm = TopicModel(n_topics=args.topics, inference="gibbs", sweeps=sweeps, word_adapted=True,
+                        local_iterations=args.tomotopy_infer_iterations).fit(train, seed=args.seed)
         seconds = time.perf_counter() - t1
         native = tm.heldout_loglik(data["heldout"])
         point = {"sweeps": sweeps, "seconds": seconds,
@@ -514,9 +522,10 @@ def run_spacy_ag_gibbs(args, data) -> Dict:
         log(f"spacy_ag_gibbs {sweeps} sweeps {seconds:.1f}s  " + summary(point))
     out.update(stopped="max_sweeps", sweeps=schedule[-1], setup_seconds=0.0,
                seconds=out["checkpoints"][-1]["seconds"])
-    out["config"] = {"model": "spacy_ag.topics.TopicModel, collapsed Gibbs mode",
-                     "constructor": f"TopicModel(n_topics={args.topics}, inference='gibbs', sweeps=S)",
-                     "alpha": "fitted (Minka) every 10 sweeps", "a": tm.a, "b": tm.b,
+    out["config"] = {"model": "spacy_ag.topics.TopicModel, collapsed Gibbs mode, shared lexicon",
+                     "constructor": f"TopicModel(n_topics={args.topics}, inference='gibbs', sweeps=S, "
+                                    f"word_adapted=True, local_iterations={args.tomotopy_infer_iterations})",
+                     "alpha": f"fitted (Minka) every {tm.alpha_every} sweeps", "a": tm.a, "b": tm.b,
                      "sweeps": schedule, "one_thread": True}
     return out
 
@@ -584,7 +593,8 @@ def run_spacy_ag(args, data) -> Dict:
     return out
 
 
-RUN: Dict[str, Callable] = {"spacy_ag": run_spacy_ag, "spacy_ag_gibbs": run_spacy_ag_gibbs, "tomotopy": run_tomotopy, "gensim": run_gensim}
+RUN: Dict[str, Callable] = {"spacy_ag": run_spacy_ag, "spacy_ag_gibbs": run_spacy_ag_gibbs, "tomotopy": run_tomotopy,
+                            "gensim": run_gensim}
 
 
 def summary(point: Dict) -> str:

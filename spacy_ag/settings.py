@@ -307,7 +307,8 @@ class TopicModelSettings:
     b: Union[float, str] = setting(TOPIC_B, 'Pitman-Yor b of every topic, or "auto": tokens / (2 n_topics)',
                                    low=0.0, low_open=True, choices=("auto",))
     passes: int = setting(1, "online passes over the documents", low=1)
-    local_iterations: int = setting(20, "fixed-point iterations of a document's proportions", low=1)
+    local_iterations: int = setting(20, "a document's proportions: fixed-point iterations (online), or Gibbs "
+                                        "sweeps of a new document, half of them burn-in (gibbs)", low=1)
     units: str = units_setting()
     inference: str = setting("online", "how the topics are learned: online passes (streams) or collapsed Gibbs "
                                        "sweeps (a corpus in memory; needs a = 0)", choices=TOPIC_INFERENCE)

@@ -57,7 +57,7 @@ def test_conditional_is_the_ratio_of_collapsed_joints():
                 nwk[word[s], z[s]] += 1
         nk = nwk.sum(axis=0).astype(np.int64)
         cumulative = np.empty(K_)
-        topic_weights(ndk, nwk, nk, alpha, b, base, doc[t], word[t], cumulative)
+        topic_weights(ndk, nwk, 1.0 / (nk + b), alpha, b * base[word[t]], doc[t], word[t], cumulative)
         weights = np.diff(np.concatenate([[0.0], cumulative]))
         joints = []
         for k in range(K_):
@@ -163,6 +163,34 @@ def test_gibbs_is_seeded_and_round_trips(gibbs_model, corpus, tmp_path):
     assert loaded.inference == "gibbs" and loaded.sweeps == 40
     assert loaded.topics(10) == gibbs_model.topics(10)
     assert np.allclose(loaded.infer(corpus[:5]), gibbs_model.infer(corpus[:5]))
+
+
+def test_gibbs_inference_is_per_document_and_thread_independent(gibbs_model, corpus, vocab, monkeypatch):
+    """New documents' proportions by Gibbs sweeps: the same for a document whatever is inferred with
+    it and on any number of threads, and on the document's own topic."""
+    import numba
+
+    from spacy_ag.topics import model as topic_model_module
+    from conftest import record_numba_threads
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    threads_seen = record_numba_threads(monkeypatch, topic_model_module, "infer_documents_gibbs")
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = gibbs_model.infer(corpus[:60])
+        numba.set_num_threads(2)
+        two = gibbs_model.infer(corpus[:60])
+    finally:
+        numba.set_num_threads(previous)
+    assert set(threads_seen) == {1, 2} and np.array_equal(one, two)
+    assert np.array_equal(gibbs_model.infer([corpus[7]])[0], one[7])
+    assert np.allclose(one.sum(axis=1), 1.0)
+    perm, _ = match_topics(gibbs_model, vocab)
+    for d in range(60):
+        main = max(range(K), key=lambda t: sum(w in vocab[t] for w in corpus[d]))
+        assert one[d].argmax() == perm[main]
 
 
 def test_gibbs_resumes_from_a_checkpoint_exactly(corpus, tmp_path):

@@ -22,7 +22,7 @@ from spacy_ag.cli import app
 from spacy_ag.config import is_topic_config, load_topic_config
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.expectations import digamma
-from spacy_ag.core.topics import _relative_weights, _responsibilities, document_topics
+from spacy_ag.core.topics import relative_weights, _responsibilities, document_topics
 from spacy_ag.grammar import Adaptor
 from spacy_ag.online_training import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
@@ -771,7 +771,7 @@ def test_responsibilities_fall_back_to_log_space_where_the_products_underflow():
     responsibilities must still be those of the log-space formula (the other topics, here)."""
     gamma = np.array([1e-300, 5.0, 3.0])
     logp = np.array([[0.0, -800.0, -801.0], [-2.0, -1.0, -3.0]])
-    weights, _ = _relative_weights(logp)
+    weights, _ = relative_weights(logp)
     phi, work = np.empty((2, 3)), [np.empty(3) for _ in range(3)]
     _responsibilities(gamma, logp, weights, phi, *work)
     elog = np.array([digamma(g) for g in gamma]) - digamma(gamma.sum())

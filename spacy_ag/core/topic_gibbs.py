@@ -26,23 +26,25 @@ every word type. Random state: a xoshiro256** array (`rng.make_rng`).
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from .expectations import digamma
+from .borrowed import borrowed
 from .grammatons import create_entry, yield_node
 from .rng import uniform
 from .state import room_ok
-from .topics import derivation_label, lexicon_entry, spelling_label
+from .topics import derivation_label, document_word_weights, lexicon_entry, relative_weights, spelling_label
+from .variational import seeded_rng, splitmix64
 
 
 @njit(cache=True)
-def topic_weights(ndk, nwk, nk, alpha, b, base, d, w, out):
-    """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b G0(w)) / (n_k + b) over k,
-    for a token of word type w in document d whose own counts are already taken out."""
-    bg = b * base[w]
+def topic_weights(ndk, nwk, inv_norm, alpha, bg, d, w, out):
+    """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b G0(w)) / (n_k + b) over k, for a
+    token of word type w in document d whose own counts are already taken out; bg = b G0(w) and
+    inv_norm[k] = 1 / (n_k + b), kept up to date by the caller (a division per topic and token would
+    cost more than the rest of the sum)."""
     total = 0.0
-    for k in range(nk.shape[0]):
-        total += (ndk[d, k] + alpha[k]) * (nwk[w, k] + bg) / (nk[k] + b)
+    for k in range(inv_norm.shape[0]):
+        total += (ndk[d, k] + alpha[k]) * (nwk[w, k] + bg) * inv_norm[k]
         out[k] = total
     return total
 
@@ -52,12 +54,16 @@ def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
     """Redraw every token's topic once, in corpus order, from its full conditional."""
     K = nk.shape[0]
     cumulative = np.empty(K)
+    inv_norm = np.empty(K)
+    for k in range(K):
+        inv_norm[k] = 1.0 / (nk[k] + b)
     for t in range(word.shape[0]):
         w, d, k = word[t], doc[t], z[t]
         ndk[d, k] -= 1
         nwk[w, k] -= 1
         nk[k] -= 1
-        u = uniform(rng) * topic_weights(ndk, nwk, nk, alpha, b, base, d, w, cumulative)
+        inv_norm[k] = 1.0 / (nk[k] + b)
+        u = uniform(rng) * topic_weights(ndk, nwk, inv_norm, alpha, b * base[w], d, w, cumulative)
         k = K - 1
         for j in range(K):
             if u < cumulative[j]:
@@ -67,6 +73,7 @@ def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
         ndk[d, k] += 1
         nwk[w, k] += 1
         nk[k] += 1
+        inv_norm[k] = 1.0 / (nk[k] + b)
 
 
 @njit(cache=True)
@@ -140,19 +147,36 @@ def base_probabilities(spell, spell_ptr, word_tables, prior_more, prior_last, pr
 def optimize_alpha(ndk, doc_length, alpha, iterations):
     """Minka's fixed point for an asymmetric Dirichlet alpha (K,) from the documents' topic counts,
     in place: alpha_k <- alpha_k sum_d [psi(n_dk + alpha_k) - psi(alpha_k)]
-                                 / sum_d [psi(n_d + alpha_0) - psi(alpha_0)]."""
+                                 / sum_d [psi(n_d + alpha_0) - psi(alpha_0)].
+    Each digamma difference is sum_{i < n} 1 / (x + i), so with the counts binned once (documents with
+    at least n tokens, and with at least n tokens of topic k) an iteration costs K x the longest
+    document instead of D x K digammas (Wallach's histogram form)."""
     D, K = ndk.shape
+    longest = 0
+    for d in range(D):
+        longest = max(longest, doc_length[d])
+    with_topic = np.zeros((K, longest + 2))  # [k, n]: documents with exactly, then at least, n tokens of k
+    with_length = np.zeros(longest + 2)
+    for d in range(D):
+        with_length[doc_length[d]] += 1
+        for k in range(K):
+            with_topic[k, ndk[d, k]] += 1
+    for n in range(longest - 1, -1, -1):
+        with_length[n] += with_length[n + 1]
+        for k in range(K):
+            with_topic[k, n] += with_topic[k, n + 1]
     new = np.empty(K)
     for _ in range(iterations):
         a0 = alpha.sum()
         den = 0.0
-        for d in range(D):
-            den += digamma(doc_length[d] + a0) - digamma(a0)
+        for n in range(1, longest + 1):
+            den += with_length[n] / (a0 + n - 1)
         for k in range(K):
             num = 0.0
-            for d in range(D):
-                if ndk[d, k] > 0:
-                    num += digamma(ndk[d, k] + alpha[k]) - digamma(alpha[k])
+            for n in range(1, longest + 1):
+                if with_topic[k, n] == 0:
+                    break
+                num += with_topic[k, n] / (alpha[k] + n - 1)
             new[k] = max(alpha[k] * num / den, 1e-6) if den > 0 else alpha[k]
         alpha[:] = new
 
@@ -222,3 +246,82 @@ def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, word_tables, pos, sta
             V.ft[lexicon] = max(0.0, word_tables[pos] - S.tab_count[lexicon])
         pos += 1
     return pos
+
+
+@njit(cache=True)
+def sample_document_topics(weights, alpha, sweeps, rng, theta):
+    """E[theta] of one new document with the topics fixed, by collapsed Gibbs sampling of its tokens'
+    topics: weights (T, K) are P_k(w_t) up to a factor per token; the tokens are seated one by one
+    from their conditional, then `sweeps` sweeps redraw them, and theta (K,) gets the mean of
+    (n_k + alpha_k) / (T + alpha_0) over the second half of the sweeps (the first is burn-in)."""
+    T, K = weights.shape
+    a0 = alpha.sum()
+    z = np.empty(T, np.int64)
+    n = np.zeros(K)
+    cumulative = np.empty(K)
+    theta[:] = 0.0
+    kept = 0
+    for s in range(sweeps + 1):
+        for t in range(T):
+            if s > 0:
+                n[z[t]] -= 1.0
+            total = 0.0
+            for k in range(K):
+                total += (n[k] + alpha[k]) * weights[t, k]
+                cumulative[k] = total
+            u = uniform(rng) * total
+            k = K - 1
+            for j in range(K):
+                if u < cumulative[j]:
+                    k = j
+                    break
+            z[t] = k
+            n[k] += 1.0
+        if 2 * s > sweeps or sweeps == 0:
+            for k in range(K):
+                theta[k] += (n[k] + alpha[k]) / (T + a0)
+            kept += 1
+    for k in range(K):
+        theta[k] /= kept
+
+
+@njit(cache=True)
+def infer_documents_gibbs(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, seed, thetas, phis, logliks):
+    """E[theta] of every document (thetas (D, K)) by `sample_document_topics`, in parallel; phis
+    (tokens, K) are the tokens' topic distributions given it, logliks (D,) sum_t log sum_k theta_k
+    P_k(w_t). A document's random stream comes from `seed` and its own text, so it gets the same
+    theta whichever documents are inferred with it and on however many threads."""
+    G, S, V, R = borrowed((G, S, V, R))
+    _infer_gibbs_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, np.uint64(seed), thetas, phis,
+                          logliks)
+
+
+@njit(cache=True)
+def text_seed(seed, chars, tok_ptr, t0, t1):
+    """A 64-bit seed from `seed` and the characters of tokens t0..t1 (token boundaries included)."""
+    x = seed
+    for t in range(t0, t1):
+        for p in range(tok_ptr[t], tok_ptr[t + 1]):
+            x = splitmix64(x + np.uint64(chars[p]) + np.uint64(1))
+        x = splitmix64(x ^ np.uint64(0x9E3779B97F4A7C15))
+    return x
+
+
+@njit(cache=True, parallel=True)
+def _infer_gibbs_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, seed, thetas, phis, logliks):
+    for d in prange(doc_ptr.shape[0] - 1):
+        t0, t1 = doc_ptr[d], doc_ptr[d + 1]
+        logp, _ = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
+        weights, top = relative_weights(logp)
+        rng = seeded_rng(text_seed(seed, chars, tok_ptr, t0, t1))
+        sample_document_topics(weights, alpha, sweeps, rng, thetas[d])
+        loglik = 0.0
+        for t in range(t1 - t0):
+            z = 0.0
+            for k in range(alpha.shape[0]):
+                phis[t0 + t, k] = thetas[d, k] * weights[t, k]
+                z += phis[t0 + t, k]
+            for k in range(alpha.shape[0]):
+                phis[t0 + t, k] /= z
+            loglik += top[t] + math.log(z)
+        logliks[d] = loglik

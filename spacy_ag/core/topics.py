@@ -108,7 +108,7 @@ def word_topic_log_weights(G, S, V, R, chars, out):
 def _responsibilities(gamma, logp, weights, phi, elog, scaled, total):
     """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); total = sum_t phi_t.
 
-    weights[t, i] = P_i(w_t) / max_j P_j(w_t) (`_relative_weights` of the log weights logp), so an
+    weights[t, i] = P_i(w_t) / max_j P_j(w_t) (`relative_weights` of the log weights logp), so an
     iteration takes K exponentials, not T x K. elog, scaled and total: (K,) work arrays (the fixed
     point calls this many times per document)."""
     T, K = weights.shape
@@ -150,7 +150,7 @@ def document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1):
 
 
 @njit(cache=True)
-def _relative_weights(logp):
+def relative_weights(logp):
     """P_i(w_t) / max_j P_j(w_t) from the log weights, in (0, 1], and each row's max (T,)."""
     T, K = logp.shape
     weights = np.empty((T, K))
@@ -172,7 +172,7 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
     T, K = logp.shape
     elog, scaled, total = np.empty(K), np.empty(K), np.empty(K)
-    weights, top = _relative_weights(logp)
+    weights, top = relative_weights(logp)
     for i in range(K):
         gamma[i] = alpha[i] + T / K
     for _ in range(iterations):

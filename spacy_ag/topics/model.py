@@ -20,12 +20,13 @@ from ..core.state import yield_length, yield_terms
 from ..core.topics import (
     TopicRules, absorb_document_draws, document_word_weights, draw_documents, infer_documents,
 )
+from ..core.topic_gibbs import infer_documents_gibbs
 from ..core.variational import stick_parameters
 from ..corpus import chunked
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
-    TOPIC_B, TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check, normalized,
-    topic_online_settings,
+    TOPIC_B, TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check,
+    normalized, topic_online_settings,
 )
 from ..archive import reproducible
 from ..serialize import state_from_arrays
@@ -41,6 +42,9 @@ TOPIC_DEFAULTS = TOPIC_ONLINE_DEFAULTS
 
 #: Defaults of the Gibbs mode, written once in `TopicModelSettings`.
 GIBBS_SWEEPS, GIBBS_ALPHA_EVERY = TopicModelSettings.sweeps, TopicModelSettings.alpha_every
+
+#: Seed of the random streams of `infer` in a model trained by Gibbs sampling.
+INFER_SEED = 0x1AFE
 
 #: b = "auto": this fraction of the expected number of tokens per topic (tokens / K).
 AUTO_B_PER_TOKEN = 0.5
@@ -348,15 +352,7 @@ class TopicModel:
         """
         self._require()
         docs = [list(d) for d in docs]
-        chars, tok_ptr, doc_ptr = self._pack(docs)
-        K = self.n_topics
-        gammas = np.zeros((len(docs), K))
-        phis = np.zeros((len(tok_ptr) - 1, K))
-        logliks = np.zeros(len(docs))
-        L = self.learner
-        infer_documents(L.G, L.state, L.V, L.R, chars, tok_ptr, doc_ptr, L.alpha, self.local_iterations, gammas,
-                        phis, logliks)
-        theta = gammas / gammas.sum(axis=1, keepdims=True)
+        theta, phis, _ = self._document_topics(*self._pack(docs))
         if not return_tokens:
             return theta
         per_doc, t = [], 0
@@ -370,6 +366,26 @@ class TopicModel:
                     rows.append(None)
             per_doc.append(rows)
         return theta, per_doc
+
+    def _document_topics(self, chars, tok_ptr, doc_ptr):
+        """E[theta] (D, K) of packed documents with the topics fixed, each token's topic distribution
+        (tokens, K) and each document's log likelihood: by the local fixed point of the online
+        E-step, or for a model trained by Gibbs sampling by `local_iterations` Gibbs sweeps per
+        document (half of them burn-in, each document its own random stream), as tomotopy and
+        Mallet infer (a document's random stream follows from its text and INFER_SEED alone, so a
+        saved and loaded model infers the same)."""
+        L = self.learner
+        D, K = len(doc_ptr) - 1, self.n_topics
+        thetas = np.zeros((D, K))
+        phis = np.zeros((len(tok_ptr) - 1, K))
+        logliks = np.zeros(D)
+        if self.inference == "gibbs":
+            infer_documents_gibbs(L.G, L.state, L.V, L.R, chars, tok_ptr, doc_ptr, L.alpha, self.local_iterations,
+                                  INFER_SEED, thetas, phis, logliks)
+            return thetas, phis, logliks
+        infer_documents(L.G, L.state, L.V, L.R, chars, tok_ptr, doc_ptr, L.alpha, self.local_iterations, thetas,
+                        phis, logliks)
+        return thetas / thetas.sum(axis=1, keepdims=True), phis, logliks
 
     def can_spell(self, word: str) -> bool:
         """Whether every character of `word` is one the grammar knows (else no topic gives it mass)."""
@@ -399,12 +415,7 @@ class TopicModel:
         docs = [list(d) for d in docs]
         before = self.dropped_tokens
         chars, tok_ptr, doc_ptr = self._pack(docs)
-        L = self.learner
-        gammas = np.zeros((len(docs), self.n_topics))
-        phis = np.zeros((len(tok_ptr) - 1, self.n_topics))
-        logliks = np.zeros(len(docs))
-        infer_documents(L.G, L.state, L.V, L.R, chars, tok_ptr, doc_ptr, L.alpha, self.local_iterations, gammas,
-                        phis, logliks)
+        _, _, logliks = self._document_topics(chars, tok_ptr, doc_ptr)
         tokens = len(tok_ptr) - 1
         return {"loglik": float(logliks.sum()), "tokens": tokens,
                 "per_word": float(logliks.sum() / tokens) if tokens else 0.0,
