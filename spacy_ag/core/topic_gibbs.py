@@ -49,6 +49,15 @@ def topic_weights(ndk, nwk, inv_norm, alpha, bg, d, w, out):
     return total
 
 
+@njit(cache=True, inline="always")
+def draw_index(cumulative, u):
+    """The first index whose cumulative weight exceeds u (u uniform on [0, total))."""
+    for j in range(cumulative.shape[0]):
+        if u < cumulative[j]:
+            return j
+    return cumulative.shape[0] - 1
+
+
 @njit(cache=True)
 def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
     """Redraw every token's topic once, in corpus order, from its full conditional."""
@@ -63,12 +72,8 @@ def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
         nwk[w, k] -= 1
         nk[k] -= 1
         inv_norm[k] = 1.0 / (nk[k] + b)
-        u = uniform(rng) * topic_weights(ndk, nwk, inv_norm, alpha, b * base[w], d, w, cumulative)
-        k = K - 1
-        for j in range(K):
-            if u < cumulative[j]:
-                k = j
-                break
+        k = draw_index(cumulative, uniform(rng) * topic_weights(ndk, nwk, inv_norm, alpha, b * base[w], d, w,
+                                                                 cumulative))
         z[t] = k
         ndk[d, k] += 1
         nwk[w, k] += 1
@@ -269,12 +274,7 @@ def sample_document_topics(weights, alpha, sweeps, rng, theta):
             for k in range(K):
                 total += (n[k] + alpha[k]) * weights[t, k]
                 cumulative[k] = total
-            u = uniform(rng) * total
-            k = K - 1
-            for j in range(K):
-                if u < cumulative[j]:
-                    k = j
-                    break
+            k = draw_index(cumulative, uniform(rng) * total)
             z[t] = k
             n[k] += 1.0
         if 2 * s > sweeps or sweeps == 0:
