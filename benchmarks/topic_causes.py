@@ -7,11 +7,13 @@ Variants (de-news by default, K = 20, gensim's u_mass and c_npmi of every topic'
 over the whole corpus, `spacy_ag.topics.standard_coherence`):
 
 * ``online``: ``TopicModel(n_topics=K).fit(docs, passes=5, seed=s)``, the online defaults;
-* ``gibbs_fixed_alpha``: ``inference="gibbs", alpha_every=0``: the same model and priors (b = 10,
-  alpha = 0.1 for every topic), trained by collapsed Gibbs sampling;
-* ``gibbs``: ``inference="gibbs"``: alpha fitted (asymmetric, Minka) every 10 sweeps;
-* ``gibbs_lexicon``: ``inference="gibbs", word_adapted=True``: the topics draw their words through
-  a shared lexicon;
+* ``gibbs_fixed_alpha``: ``inference="gibbs", alpha_every=0, sample_b=False``: the same model and
+  priors (b = 10, alpha = 0.1 for every topic), trained by collapsed Gibbs sampling;
+* ``gibbs_alpha``: and alpha fitted (asymmetric, Minka) every 10 sweeps;
+* ``gibbs_lexicon``: and the topics draw their words through a shared lexicon (``word_adapted=True``);
+* ``gibbs_sampled_b``: alpha fitted and b sampled after every sweep, no lexicon;
+* ``gibbs_lexicon_sampled_b``: all three (``inference="gibbs", word_adapted=True``, the Gibbs defaults
+  otherwise);
 * ``online_lexicon``: ``word_adapted=True`` trained online;
 * ``tomotopy``: ``tomotopy.LDAModel(k=K, seed=s)``, 1,000 iterations (its defaults otherwise).
 
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numba  # noqa: E402
 
@@ -41,9 +44,11 @@ ONE_THREAD = default_topic_settings(workers=1)
 VARIANTS = {
     "online": lambda K: (TopicModel(K, online=ONE_THREAD), {"passes": 5}),
     "online_lexicon": lambda K: (TopicModel(K, online=ONE_THREAD, word_adapted=True), {"passes": 5}),
-    "gibbs_fixed_alpha": lambda K: (TopicModel(K, inference="gibbs", alpha_every=0), {}),
-    "gibbs": lambda K: (TopicModel(K, inference="gibbs"), {}),
-    "gibbs_lexicon": lambda K: (TopicModel(K, inference="gibbs", word_adapted=True), {}),
+    "gibbs_fixed_alpha": lambda K: (TopicModel(K, inference="gibbs", alpha_every=0, sample_b=False), {}),
+    "gibbs_alpha": lambda K: (TopicModel(K, inference="gibbs", sample_b=False), {}),
+    "gibbs_lexicon": lambda K: (TopicModel(K, inference="gibbs", sample_b=False, word_adapted=True), {}),
+    "gibbs_sampled_b": lambda K: (TopicModel(K, inference="gibbs"), {}),
+    "gibbs_lexicon_sampled_b": lambda K: (TopicModel(K, inference="gibbs", word_adapted=True), {}),
 }
 
 
@@ -73,12 +78,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default=str(DENEWS), help="one document per line, tokens separated by spaces")
     ap.add_argument("--topics", type=int, default=20)
+    ap.add_argument("--lee", action="store_true", help="gensim's Lee corpus, preprocessed as topics_fair.py does")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--variants", default=",".join([*VARIANTS, "tomotopy"]))
     ap.add_argument("--json", required=True)
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
-    docs = [d for d in read_documents(Path(args.corpus)) if d]
+    if args.lee:
+        from topics_fair import lee_path, read_lee
+
+        args.corpus = str(lee_path())
+        docs = read_lee(lee_path(), 0)
+    else:
+        docs = [d for d in read_documents(Path(args.corpus)) if d]
     TopicModel(2, inference="gibbs", sweeps=2, word_adapted=True).fit(docs[:20])  # compile first
     TopicModel(2, online=ONE_THREAD, word_adapted=True).fit(docs[:120])
     runs: List[Dict] = []
@@ -86,13 +98,13 @@ def main(argv=None) -> int:
         for seed in (int(s) for s in args.seeds.split(",")):
             runs.append(run_variant(name, docs, args.topics, seed))
             r = runs[-1]
-            print(f"{name:18} seed {seed}  {r['seconds']:6.1f} s  u_mass {r['u_mass']:.3f}  c_npmi {r['c_npmi']:.4f}",
+            print(f"{name:24} seed {seed}  {r['seconds']:6.1f} s  u_mass {r['u_mass']:.3f}  c_npmi {r['c_npmi']:.4f}",
                   flush=True)
     summary = {}
     for name in args.variants.split(","):
         mine = [r for r in runs if r["variant"] == name]
         summary[name] = {m: statistics.mean(r[m] for r in mine) for m in ("seconds", "u_mass", "c_npmi")}
-        print(f"{name:18} mean over {len(mine)} seeds: u_mass {summary[name]['u_mass']:.3f}  "
+        print(f"{name:24} mean over {len(mine)} seeds: u_mass {summary[name]['u_mass']:.3f}  "
               f"c_npmi {summary[name]['c_npmi']:.4f}  {summary[name]['seconds']:.1f} s")
     out = {"corpus": args.corpus, "topics": args.topics, "documents": len(docs), "runs": runs, "mean": summary}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

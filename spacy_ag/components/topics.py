@@ -111,7 +111,8 @@ class AGTopics(ModelSerializer, Pipe):
         c = self.cfg
         return TopicModel(c["n_topics"], alpha=c["alpha"], a=c["a"], b=c["b"],
                           local_iterations=c["local_iterations"], units=c["units"], inference=c["inference"],
-                          sweeps=c["sweeps"], alpha_every=c["alpha_every"], word_adapted=c["word_adapted"],
+                          sweeps=c["sweeps"], alpha_every=c["alpha_every"], sample_b=c["sample_b"],
+                          word_adapted=c["word_adapted"],
                           online=topic_online_settings(batch_size=c["batch_size"],
                                                        default_truncation=c["truncation"]))
 

@@ -30,7 +30,8 @@ from numba import njit, prange
 
 from .borrowed import borrowed
 from .grammatons import create_entry, yield_node
-from .rng import uniform
+from .hyper import log_gamma_pdf
+from .rng import uniform, uniform_pos
 from .state import room_ok
 from .topics import derivation_label, document_word_weights, lexicon_entry, relative_weights, spelling_label
 from .variational import seeded_rng, splitmix64
@@ -113,6 +114,50 @@ def lexicon_tables(word_tables, b, spelled, rng, out):
     topics' tables: out[w] for word_tables[w] customers of dish w."""
     for w in range(word_tables.shape[0]):
         out[w] = antoniak(int(word_tables[w]), b * spelled[w], rng)
+
+
+@njit(cache=True)
+def _log_target_b(eta, customers, tables, shape, scale):
+    """log p(b | tables) + eta at b = exp(eta): the Dirichlet-process restaurants' seating terms
+    sum_r [t_r log b + lgamma(b) - lgamma(b + n_r)] under a Gamma(shape, scale) prior."""
+    b = math.exp(eta)
+    if not (b > 1e-20 and b < 1e300):
+        return -np.inf
+    out = log_gamma_pdf(b, shape, scale) + eta
+    for r in range(customers.shape[0]):
+        if customers[r] > 0:
+            out += tables[r] * eta + math.lgamma(b) - math.lgamma(b + customers[r])
+    return out
+
+
+@njit(cache=True)
+def sample_concentration(b, customers, tables, shape, scale, rng, iterations):
+    """Redraw the concentration b shared by DP restaurants with customers (R,) and tables (R,), by
+    slice sampling log b (stepping out, then shrinkage; Neal 2003), as the MCMC engine samples an
+    adaptor's b (3.13). Returns the new b."""
+    x = math.log(b)
+    for _ in range(iterations):
+        level = _log_target_b(x, customers, tables, shape, scale) + math.log(uniform_pos(rng))
+        lo = x - uniform(rng)
+        hi = lo + 1.0
+        steps = 0
+        while steps < 50 and _log_target_b(lo, customers, tables, shape, scale) > level:
+            lo -= 1.0
+            steps += 1
+        steps = 0
+        while steps < 50 and _log_target_b(hi, customers, tables, shape, scale) > level:
+            hi += 1.0
+            steps += 1
+        for _ in range(200):
+            candidate = lo + (hi - lo) * uniform(rng)
+            if _log_target_b(candidate, customers, tables, shape, scale) > level:
+                x = candidate
+                break
+            if candidate < x:
+                lo = candidate
+            else:
+                hi = candidate
+    return math.exp(x)
 
 
 @njit(cache=True)

@@ -22,14 +22,18 @@ from ..core.online import _mix
 from ..core.rng import make_rng
 from ..core.topic_gibbs import (
     base_probabilities, collapsed_log_joint, entries_from_counts, gibbs_sweep, lexicon_tables, optimize_alpha,
-    random_topics, spelling_counts, table_counts,
+    random_topics, sample_concentration, spelling_counts, table_counts,
 )
+from ..settings import SamplerSettings
 from ..errors import Errors, ModelFileError
 from ..serialize import meta_header, read_npz, write_npz_atomic
 from ..core.variational import rank_by_counts, refresh_weights
 
 #: Fixed-point iterations of alpha each time it is refitted.
 ALPHA_ITERATIONS = 20
+#: The concentrations' prior, b ~ Gamma(shape, scale), and slice steps per sweep: the MCMC engine's.
+B_PRIOR_SHAPE, B_PRIOR_SCALE = SamplerSettings.gamma_shape, SamplerSettings.gamma_scale
+B_SLICE_ITERATIONS = 10
 
 
 @dataclass
@@ -57,6 +61,8 @@ class GibbsSample:
     word_tables: np.ndarray  # (W,) the topics' tables of every word
     topic_tables: np.ndarray  # (K,)
     lexicon_tables: np.ndarray  # (W,) the shared lexicon's tables (with an adapted WORD)
+    b: float  # the topics' concentration
+    lexicon_b: float  # the lexicon's (0 without one)
 
 
 def gibbs_corpus(model, docs: Sequence[Sequence[str]]) -> GibbsCorpus:
@@ -101,11 +107,12 @@ def _base_priors(learner):
 CHECKPOINT_KIND = "topic_gibbs_checkpoint"
 
 
-def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: int,
+def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: int, sample_b: bool = True,
               callback: Optional[Callable[[Dict], None]] = None, checkpoint: Optional[Path] = None,
               checkpoint_every: int = 0, resume: bool = False) -> GibbsSample:
     """`sweeps` sweeps from a random start; after each, the tables (and the shared lexicon's, when
-    WORD is adapted) and the base are redrawn, and every `alpha_every` sweeps (0: never) alpha is
+    WORD is adapted) are redrawn, with `sample_b` the concentrations b of the topics (one for all)
+    and of the lexicon given them, then the base; every `alpha_every` sweeps (0: never) alpha is
     refitted. `callback` gets a trace line per sweep. Every `checkpoint_every` sweeps the sampler's
     state is written to `checkpoint`; with `resume`, the run continues from that file and ends
     exactly as an uninterrupted run would."""
@@ -115,7 +122,7 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
     b = float(S.ad_b[R.topic_adaptor[0]])
     lexicon_b = float(S.ad_b[R.word_adaptor[0]]) if R.word_adaptor[0] >= 0 else 0.0
     if resume:
-        done, z, alpha, word_tables, shared, rng = read_checkpoint(checkpoint, corpus, K, seed)
+        done, z, alpha, word_tables, shared, rng, b, lexicon_b = read_checkpoint(checkpoint, corpus, K, seed)
     else:
         done, rng = 0, make_rng(_mix(seed, 0x6177))
         z = np.empty(len(corpus.word), np.int32)
@@ -148,36 +155,44 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
         table_counts(nwk, b, base, rng, word_tables, topic_tables)
         if lexicon_b:
             lexicon_tables(word_tables, lexicon_b, spelled, rng, shared)
+        if sample_b:
+            b = sample_concentration(b, nk, topic_tables, B_PRIOR_SHAPE, B_PRIOR_SCALE, rng, B_SLICE_ITERATIONS)
+            if lexicon_b:
+                lexicon_b = sample_concentration(lexicon_b, np.array([word_tables.sum()]), np.array([shared.sum()]),
+                                                 B_PRIOR_SHAPE, B_PRIOR_SCALE, rng, B_SLICE_ITERATIONS)
         new_base()
         if alpha_every and sweep % alpha_every == 0:
             optimize_alpha(ndk, corpus.doc_length, alpha, ALPHA_ITERATIONS)
         if callback is not None:
             tables = {"TOPIC": float(word_tables.sum())} | ({"WORD": float(shared.sum())} if lexicon_b else {})
             callback({"iteration": sweep, "log_posterior": collapsed_log_joint(ndk, nwk, nk, alpha, b, base),
-                      "tables": tables, "alpha_sum": float(alpha.sum()),
+                      "tables": tables, "alpha_sum": float(alpha.sum()), "b": b, "lexicon_b": lexicon_b,
                       "seconds": time.perf_counter() - started})
         if checkpoint is not None and checkpoint_every and sweep % checkpoint_every == 0 and sweep < sweeps:
-            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng)
-    return GibbsSample(z, ndk, nwk, nk, alpha, base, word_tables, topic_tables, shared)
+            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng, b, lexicon_b)
+    return GibbsSample(z, ndk, nwk, nk, alpha, base, word_tables, topic_tables, shared, b, lexicon_b)
 
 
-def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, shared, rng) -> None:
+def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, shared, rng, b, lexicon_b) -> None:
     """The sampler's state after `sweep` sweeps, atomically: the counts follow from z, the base from
     the tables."""
-    arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng}
+    arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng,
+              "b": np.array([b, lexicon_b])}
     write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z)))
 
 
 def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
-    """(sweep, z, alpha, word_tables, lexicon_tables, rng) of a checkpoint of this corpus and seed."""
+    """(sweep, z, alpha, word_tables, lexicon_tables, rng, b, lexicon b) of a checkpoint of this corpus
+    and seed."""
     arrays, meta = read_npz(Path(path), CHECKPOINT_KIND)
     z = arrays.get("z")
-    if (meta.get("seed") != seed or z is None or len(z) != len(corpus.word) or len(z) and
+    missing = any(k not in arrays for k in ("alpha", "word_tables", "lexicon_tables", "rng", "b"))
+    if (meta.get("seed") != seed or missing or z is None or len(z) != len(corpus.word) or len(z) and
             (int(z.min()) < 0 or int(z.max()) >= n_topics)):
         raise ModelFileError(Errors.E073.format(path=path))
     return (int(meta["sweep"]), z.astype(np.int32), arrays["alpha"].astype(np.float64),
             arrays["word_tables"].astype(np.float64), arrays["lexicon_tables"].astype(np.float64),
-            arrays["rng"].astype(np.uint64))
+            arrays["rng"].astype(np.uint64), float(arrays["b"][0]), float(arrays["b"][1]))
 
 
 def load_sample(model, corpus: GibbsCorpus, sample: GibbsSample) -> None:
@@ -209,6 +224,9 @@ def load_sample(model, corpus: GibbsCorpus, sample: GibbsSample) -> None:
     known = R.char_rule >= 0
     V.gt[R.char_rule[known]] = chars[known]
     V.alpha[R.doc_topic] = sample.alpha
+    learner.state.ad_b[R.topic_adaptor] = sample.b
+    if R.word_adaptor[0] >= 0:
+        learner.state.ad_b[R.word_adaptor[0]] = sample.lexicon_b
     rank_by_counts(G, learner.state, V)
     learner.seen = len(corpus.doc_length)
     refresh_weights(G, learner.state, V, learner.correction())

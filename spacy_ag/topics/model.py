@@ -41,7 +41,8 @@ Report = Callable[[Dict], None]
 TOPIC_DEFAULTS = TOPIC_ONLINE_DEFAULTS
 
 #: Defaults of the Gibbs mode, written once in `TopicModelSettings`.
-GIBBS_SWEEPS, GIBBS_ALPHA_EVERY = TopicModelSettings.sweeps, TopicModelSettings.alpha_every
+GIBBS_SWEEPS, GIBBS_ALPHA_EVERY, GIBBS_SAMPLE_B = (TopicModelSettings.sweeps, TopicModelSettings.alpha_every,
+                                                   TopicModelSettings.sample_b)
 
 #: Seed of the random streams of `infer` in a model trained by Gibbs sampling.
 INFER_SEED = 0x1AFE
@@ -133,7 +134,8 @@ class TopicModel:
     def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: Union[float, str] = TOPIC_B,
                  online: Optional[OnlineSettings] = None, local_iterations: int = 20,
                  word_adapted: bool = False, history_size: int = 20, units: str = DEFAULT_UNITS,
-                 inference: str = "online", sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY):
+                 inference: str = "online", sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY,
+                 sample_b: bool = GIBBS_SAMPLE_B):
         if inference not in TOPIC_INFERENCE:
             raise ValueError(f"inference must be one of {', '.join(TOPIC_INFERENCE)}, got {inference!r}")
         if inference == "gibbs" and a != 0:
@@ -141,6 +143,7 @@ class TopicModel:
                              "use inference='online' for Pitman-Yor topics")
         self.n_topics = n_topics
         self.inference, self.sweeps, self.alpha_every = inference, int(sweeps), int(alpha_every)
+        self.sample_b = bool(sample_b)
         self.units = check_units(units)
         self.alpha = alpha
         self.a, self.b = a, b
@@ -241,8 +244,8 @@ class TopicModel:
                                "partial_fit")
         self.learner.seed = seed
         corpus = gibbs_corpus(self, docs)
-        sample = run_gibbs(self, corpus, self.sweeps, seed, self.alpha_every, callback, checkpoint, checkpoint_every,
-                           resume)
+        sample = run_gibbs(self, corpus, self.sweeps, seed, self.alpha_every, self.sample_b, callback, checkpoint,
+                           checkpoint_every, resume)
         load_sample(self, corpus, sample)
         self.trace.append({"sweeps": self.sweeps, "documents_seen": len(docs), **self.learner.summary()})
         self.history.append({"sweeps": self.sweeps, "documents_seen": len(docs),
@@ -429,7 +432,7 @@ class TopicModel:
                 "online": self.online.to_dict(), "local_iterations": self.local_iterations,
                 "word_adapted": self.word_adapted, "history_size": self.history_size, "history": self.history,
                 "units": self.units, "inference": self.inference, "sweeps": self.sweeps,
-                "alpha_every": self.alpha_every,
+                "alpha_every": self.alpha_every, "sample_b": self.sample_b,
                 "progress": self.learner.progress(), "trace_tail": reproducible(self.trace[-1:])}
 
     def _archive_parts(self):
@@ -477,7 +480,8 @@ class TopicModel:
                         word_adapted=meta["word_adapted"], history_size=meta["history_size"],
                         units=meta.get("units", LEGACY_UNITS),  # older archives: code points
                         inference=meta.get("inference", "online"), sweeps=meta.get("sweeps", GIBBS_SWEEPS),
-                        alpha_every=meta.get("alpha_every", GIBBS_ALPHA_EVERY))
+                        alpha_every=meta.get("alpha_every", GIBBS_ALPHA_EVERY),
+                        sample_b=meta.get("sample_b", GIBBS_SAMPLE_B))
             progress = meta["progress"]
         except SettingError as err:
             raise ModelFileError(Errors.E065.format(path=source, err=err)) from None
