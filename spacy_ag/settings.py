@@ -315,8 +315,8 @@ class TopicModelSettings:
     sweeps: int = setting(300, "Gibbs sweeps (inference = gibbs)", low=1)
     alpha_every: int = setting(10, "Gibbs: refit the asymmetric document prior alpha every this many sweeps "
                                    "(0: keep it fixed)", low=0)
-    sample_b: bool = setting(True, "Gibbs: sample the topics' b (and the lexicon's) after every sweep, from a "
-                                   "Gamma(0.1, 10) prior; b is then where the chain starts")
+    sample_b: bool = setting(True, "Gibbs: sample every topic's b (and the lexicon's) after every sweep, from "
+                                   "a Gamma(0.1, 10) prior; b is then where the chains start")
     word_adapted: bool = setting(False, "a shared lexicon: an adapted WORD (a = 0, b = 100) between the topics and "
                                          "the spelling")
 

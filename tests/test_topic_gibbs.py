@@ -14,7 +14,8 @@ import pytest
 
 from spacy_ag.core.rng import make_rng
 from spacy_ag.core.topic_gibbs import (
-    base_probabilities, collapsed_log_joint, gibbs_sweep, optimize_alpha, table_counts, topic_weights,
+    base_probabilities, collapsed_log_joint, gibbs_sweep, optimize_alpha, sample_concentration, table_counts,
+    topic_weights,
 )
 from spacy_ag.errors import ModelFileError
 from spacy_ag.topics import TopicModel
@@ -22,7 +23,7 @@ from test_topics import TOPIC_CONFIG, K, PER_TOPIC, corpus, match_topics, run, v
 
 
 def brute_force_log_joint(word, doc, z, K, D, W, alpha, b, base):
-    """log p(z, w) with theta and the topics' DP(b, G0) integrated out (a = 0), by brute force."""
+    """log p(z, w) with theta and the topics' DP(b_k, G0) integrated out (a = 0), by brute force."""
     ndk = np.zeros((D, K))
     nwk = np.zeros((W, K))
     for w, d, k in zip(word, doc, z):
@@ -34,8 +35,8 @@ def brute_force_log_joint(word, doc, z, K, D, W, alpha, b, base):
         out += lg(alpha.sum()) - lg(ndk[d].sum() + alpha.sum())
         out += sum(lg(ndk[d, k] + alpha[k]) - lg(alpha[k]) for k in range(K))
     for k in range(K):
-        out += lg(b) - lg(nwk[:, k].sum() + b)
-        out += sum(lg(nwk[w, k] + b * base[w]) - lg(b * base[w]) for w in range(W))
+        out += lg(b[k]) - lg(nwk[:, k].sum() + b[k])
+        out += sum(lg(nwk[w, k] + b[k] * base[w]) - lg(b[k] * base[w]) for w in range(W))
     return out
 
 
@@ -46,7 +47,7 @@ def test_conditional_is_the_ratio_of_collapsed_joints():
     doc = np.sort(rng.integers(0, D, 30)).astype(np.int32)
     z = rng.integers(0, K_, 30).astype(np.int32)
     alpha = np.array([0.3, 0.1, 0.7])
-    b = 2.5
+    b = np.array([2.5, 0.7, 9.0])  # every topic its own concentration
     base = rng.dirichlet(np.ones(W)) * 0.8  # a base with mass left for unseen words
     for t in (0, 11, 29):
         ndk = np.zeros((D, K_), np.int32)
@@ -57,7 +58,7 @@ def test_conditional_is_the_ratio_of_collapsed_joints():
                 nwk[word[s], z[s]] += 1
         nk = nwk.sum(axis=0).astype(np.int64)
         cumulative = np.empty(K_)
-        topic_weights(ndk, nwk, 1.0 / (nk + b), alpha, b * base[word[t]], doc[t], word[t], cumulative)
+        topic_weights(ndk, nwk, 1.0 / (nk + b), alpha, b, base[word[t]], doc[t], word[t], cumulative)
         weights = np.diff(np.concatenate([[0.0], cumulative]))
         joints = []
         for k in range(K_):
@@ -88,7 +89,7 @@ def test_sweep_keeps_counts_and_is_seeded():
         nk = nwk.sum(axis=0).astype(np.int64)
         state = make_rng(seed)
         for _ in range(5):
-            gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, 1.5, base, state)
+            gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, np.full(K_, 1.5), base, state)
         check_ndk = np.zeros_like(ndk)
         check_nwk = np.zeros_like(nwk)
         np.add.at(check_ndk, (doc, z), 1)
@@ -107,12 +108,37 @@ def test_table_counts_have_the_antoniak_mean():
     nwk = np.full((1, 20000), count, np.int32)  # 20,000 independent restaurants of 12 customers
     base = np.array([bg / 4.0])
     word_tables, topic_tables = np.zeros(1), np.zeros(20000)
-    table_counts(nwk, 4.0, base, make_rng(5), word_tables, topic_tables)
+    table_counts(nwk, np.full(20000, 4.0), base, make_rng(5), word_tables, topic_tables)
     exact_mean = sum(bg / (bg + i) for i in range(count))
     exact_var = sum(bg / (bg + i) * (1 - bg / (bg + i)) for i in range(count))
     assert topic_tables.min() >= 1 and topic_tables.max() <= count
     assert abs(topic_tables.mean() - exact_mean) < 4 * math.sqrt(exact_var / 20000)
     assert word_tables[0] == topic_tables.sum()
+
+
+def test_concentration_sampler_draws_from_its_posterior():
+    """b's posterior given two restaurants' customers and tables, by numerical integration on a
+    log grid, against the mean and spread of the slice sampler's draws."""
+    customers, tables = np.array([40, 15]), np.array([9.0, 6.0])
+    shape, scale = 0.1, 10.0
+    grid = np.linspace(-8, 8, 20001)
+    b = np.exp(grid)
+    log_post = ((shape - 1) * grid - b / scale + grid
+                + sum(t * grid + np.array([math.lgamma(x) - math.lgamma(x + n) for x in b])
+                      for n, t in zip(customers, tables)))
+    weights = np.exp(log_post - log_post.max())
+    weights /= weights.sum()
+    exact_mean = (weights * b).sum()
+    exact_sd = math.sqrt((weights * (b - exact_mean) ** 2).sum())
+    rng = make_rng(11)
+    draws, x = [], 1.0
+    for _ in range(4000):
+        x = sample_concentration(x, customers, tables, shape, scale, rng, 1)
+        draws.append(x)
+    draws = np.array(draws[200:])
+    # the draws are correlated: allow 4 standard errors of about 1 / 10 of the chain as independent
+    assert abs(draws.mean() - exact_mean) < 4 * exact_sd / math.sqrt(len(draws) / 10)
+    assert abs(draws.std() - exact_sd) < 0.15 * exact_sd
 
 
 def test_base_is_the_spelling_model_at_its_posterior_mean():

@@ -38,14 +38,14 @@ from .variational import seeded_rng, splitmix64
 
 
 @njit(cache=True)
-def topic_weights(ndk, nwk, inv_norm, alpha, bg, d, w, out):
-    """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b G0(w)) / (n_k + b) over k, for a
-    token of word type w in document d whose own counts are already taken out; bg = b G0(w) and
-    inv_norm[k] = 1 / (n_k + b), kept up to date by the caller (a division per topic and token would
-    cost more than the rest of the sum)."""
+def topic_weights(ndk, nwk, inv_norm, alpha, b, base_w, d, w, out):
+    """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b_k G0(w)) / (n_k + b_k) over k, for
+    a token of word type w in document d whose own counts are already taken out; base_w = G0(w) and
+    inv_norm[k] = 1 / (n_k + b_k), kept up to date by the caller (a division per topic and token
+    would cost more than the rest of the sum)."""
     total = 0.0
     for k in range(inv_norm.shape[0]):
-        total += (ndk[d, k] + alpha[k]) * (nwk[w, k] + bg) * inv_norm[k]
+        total += (ndk[d, k] + alpha[k]) * (nwk[w, k] + b[k] * base_w) * inv_norm[k]
         out[k] = total
     return total
 
@@ -61,25 +61,26 @@ def draw_index(cumulative, u):
 
 @njit(cache=True)
 def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
-    """Redraw every token's topic once, in corpus order, from its full conditional."""
+    """Redraw every token's topic once, in corpus order, from its full conditional; b (K,) holds
+    every topic's concentration."""
     K = nk.shape[0]
     cumulative = np.empty(K)
     inv_norm = np.empty(K)
     for k in range(K):
-        inv_norm[k] = 1.0 / (nk[k] + b)
+        inv_norm[k] = 1.0 / (nk[k] + b[k])
     for t in range(word.shape[0]):
         w, d, k = word[t], doc[t], z[t]
         ndk[d, k] -= 1
         nwk[w, k] -= 1
         nk[k] -= 1
-        inv_norm[k] = 1.0 / (nk[k] + b)
-        k = draw_index(cumulative, uniform(rng) * topic_weights(ndk, nwk, inv_norm, alpha, b * base[w], d, w,
+        inv_norm[k] = 1.0 / (nk[k] + b[k])
+        k = draw_index(cumulative, uniform(rng) * topic_weights(ndk, nwk, inv_norm, alpha, b, base[w], d, w,
                                                                  cumulative))
         z[t] = k
         ndk[d, k] += 1
         nwk[w, k] += 1
         nk[k] += 1
-        inv_norm[k] = 1.0 / (nk[k] + b)
+        inv_norm[k] = 1.0 / (nk[k] + b[k])
 
 
 @njit(cache=True)
@@ -95,7 +96,7 @@ def antoniak(customers, weight, rng):
 
 @njit(cache=True)
 def table_counts(nwk, b, base, rng, word_tables, topic_tables):
-    """Draw the tables behind every count n_kw of the topics' DP(b, base) restaurants; their sums
+    """Draw the tables behind every count n_kw of the topics' DP(b_k, base) restaurants; their sums
     go to word_tables (W,) and topic_tables (K,)."""
     W, K = nwk.shape
     topic_tables[:] = 0
@@ -103,7 +104,7 @@ def table_counts(nwk, b, base, rng, word_tables, topic_tables):
         word_tables[w] = 0
         for k in range(K):
             if nwk[w, k] > 0:
-                t = antoniak(nwk[w, k], b * base[w], rng)
+                t = antoniak(nwk[w, k], b[k] * base[w], rng)
                 word_tables[w] += t
                 topic_tables[k] += t
 
@@ -233,7 +234,7 @@ def optimize_alpha(ndk, doc_length, alpha, iterations):
 
 @njit(cache=True)
 def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
-    """log p(z, w | alpha, b, G0) with the documents' proportions and the topics integrated out:
+    """log p(z, w | alpha, b (K,), G0) with the documents' proportions and the topics integrated out:
     the trace of a run, and the target whose ratios `topic_weights` gives."""
     D, K = ndk.shape
     a0 = alpha.sum()
@@ -246,12 +247,11 @@ def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
             n += ndk[d, k]
         out += math.lgamma(a0) - math.lgamma(n + a0)
     for k in range(K):
-        out += math.lgamma(b) - math.lgamma(nk[k] + b)
+        out += math.lgamma(b[k]) - math.lgamma(nk[k] + b[k])
     for w in range(nwk.shape[0]):
-        bg = b * base[w]
         for k in range(K):
             if nwk[w, k] > 0:
-                out += math.lgamma(nwk[w, k] + bg) - math.lgamma(bg)
+                out += math.lgamma(nwk[w, k] + b[k] * base[w]) - math.lgamma(b[k] * base[w])
     return out
 
 

@@ -61,7 +61,7 @@ class GibbsSample:
     word_tables: np.ndarray  # (W,) the topics' tables of every word
     topic_tables: np.ndarray  # (K,)
     lexicon_tables: np.ndarray  # (W,) the shared lexicon's tables (with an adapted WORD)
-    b: float  # the topics' concentration
+    b: np.ndarray  # (K,) the topics' concentrations
     lexicon_b: float  # the lexicon's (0 without one)
 
 
@@ -111,15 +111,15 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
               callback: Optional[Callable[[Dict], None]] = None, checkpoint: Optional[Path] = None,
               checkpoint_every: int = 0, resume: bool = False) -> GibbsSample:
     """`sweeps` sweeps from a random start; after each, the tables (and the shared lexicon's, when
-    WORD is adapted) are redrawn, with `sample_b` the concentrations b of the topics (one for all)
-    and of the lexicon given them, then the base; every `alpha_every` sweeps (0: never) alpha is
+    WORD is adapted) are redrawn, with `sample_b` the concentrations b of every topic and of the
+    lexicon given them, then the base; every `alpha_every` sweeps (0: never) alpha is
     refitted. `callback` gets a trace line per sweep. Every `checkpoint_every` sweeps the sampler's
     state is written to `checkpoint`; with `resume`, the run continues from that file and ends
     exactly as an uninterrupted run would."""
     learner = model.learner
     R, S = learner.R, learner.state
     K, W, D = model.n_topics, len(corpus.types), len(corpus.doc_length)
-    b = float(S.ad_b[R.topic_adaptor[0]])
+    b = S.ad_b[R.topic_adaptor].astype(np.float64)
     lexicon_b = float(S.ad_b[R.word_adaptor[0]]) if R.word_adaptor[0] >= 0 else 0.0
     if resume:
         done, z, alpha, word_tables, shared, rng, b, lexicon_b = read_checkpoint(checkpoint, corpus, K, seed)
@@ -156,7 +156,9 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
         if lexicon_b:
             lexicon_tables(word_tables, lexicon_b, spelled, rng, shared)
         if sample_b:
-            b = sample_concentration(b, nk, topic_tables, B_PRIOR_SHAPE, B_PRIOR_SCALE, rng, B_SLICE_ITERATIONS)
+            for k in range(K):
+                b[k] = sample_concentration(b[k], nk[k:k + 1], topic_tables[k:k + 1], B_PRIOR_SHAPE, B_PRIOR_SCALE,
+                                            rng, B_SLICE_ITERATIONS)
             if lexicon_b:
                 lexicon_b = sample_concentration(lexicon_b, np.array([word_tables.sum()]), np.array([shared.sum()]),
                                                  B_PRIOR_SHAPE, B_PRIOR_SCALE, rng, B_SLICE_ITERATIONS)
@@ -166,7 +168,8 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
         if callback is not None:
             tables = {"TOPIC": float(word_tables.sum())} | ({"WORD": float(shared.sum())} if lexicon_b else {})
             callback({"iteration": sweep, "log_posterior": collapsed_log_joint(ndk, nwk, nk, alpha, b, base),
-                      "tables": tables, "alpha_sum": float(alpha.sum()), "b": b, "lexicon_b": lexicon_b,
+                      "tables": tables, "alpha_sum": float(alpha.sum()),
+                      "b_median": float(np.median(b)), "lexicon_b": lexicon_b,
                       "seconds": time.perf_counter() - started})
         if checkpoint is not None and checkpoint_every and sweep % checkpoint_every == 0 and sweep < sweeps:
             write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng, b, lexicon_b)
@@ -177,7 +180,7 @@ def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, s
     """The sampler's state after `sweep` sweeps, atomically: the counts follow from z, the base from
     the tables."""
     arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng,
-              "b": np.array([b, lexicon_b])}
+              "b": b, "lexicon_b": np.array([lexicon_b])}
     write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z)))
 
 
@@ -186,13 +189,14 @@ def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
     and seed."""
     arrays, meta = read_npz(Path(path), CHECKPOINT_KIND)
     z = arrays.get("z")
-    missing = any(k not in arrays for k in ("alpha", "word_tables", "lexicon_tables", "rng", "b"))
-    if (meta.get("seed") != seed or missing or z is None or len(z) != len(corpus.word) or len(z) and
+    missing = any(k not in arrays for k in ("alpha", "word_tables", "lexicon_tables", "rng", "b", "lexicon_b"))
+    if (meta.get("seed") != seed or missing or z is None or len(z) != len(corpus.word)
+            or len(arrays["b"]) != n_topics or len(arrays["alpha"]) != n_topics or len(z) and
             (int(z.min()) < 0 or int(z.max()) >= n_topics)):
         raise ModelFileError(Errors.E073.format(path=path))
     return (int(meta["sweep"]), z.astype(np.int32), arrays["alpha"].astype(np.float64),
             arrays["word_tables"].astype(np.float64), arrays["lexicon_tables"].astype(np.float64),
-            arrays["rng"].astype(np.uint64), float(arrays["b"][0]), float(arrays["b"][1]))
+            arrays["rng"].astype(np.uint64), arrays["b"].astype(np.float64), float(arrays["lexicon_b"][0]))
 
 
 def load_sample(model, corpus: GibbsCorpus, sample: GibbsSample) -> None:
