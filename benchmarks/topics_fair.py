@@ -505,7 +505,7 @@ def run_spacy_ag_gibbs(args, data) -> Dict:
     train = data["train"]
     schedule = [int(x) for x in args.gibbs_sweeps.split(",")]
     t0 = time.perf_counter()
-    TopicModel(n_topics=args.topics, inference="gibbs", sweeps=2, word_adapted=True).fit(
+    TopicModel(n_topics=args.topics, inference="gibbs", sweeps=10, word_adapted=True).fit(  # 10: alpha's fit too
         train[:20], seed=args.seed).infer(train[:5])
     out = {"warmup_seconds": time.perf_counter() - t0, "curve": [], "checkpoints": []}
     for sweeps in schedule:
