@@ -24,10 +24,10 @@ from ..core.topic_gibbs import (
     base_probabilities, collapsed_log_joint, entries_from_counts, gibbs_sweep, lexicon_tables, optimize_alpha,
     random_topics, sample_concentration, spelling_counts, table_counts,
 )
-from ..settings import SamplerSettings
+from ..core.variational import rank_by_counts, refresh_weights
 from ..errors import Errors, ModelFileError
 from ..serialize import meta_header, read_npz, write_npz_atomic
-from ..core.variational import rank_by_counts, refresh_weights
+from ..settings import SamplerSettings
 
 #: Fixed-point iterations of alpha each time it is refitted.
 ALPHA_ITERATIONS = 20
