@@ -2,6 +2,7 @@
 one change at a time, over several seeds, beside tomotopy (not a test).
 
     python benchmarks/topic_causes.py --seeds 1,2,3 --json out/topic-causes.json
+    python benchmarks/topic_causes.py --topics 50 --variants gibbs_lexicon_sampled_b,tomotopy_equal_time --json out/k50.json
 
 Variants (de-news by default, K = 20, gensim's u_mass and c_npmi of every topic's top 10 words
 over the whole corpus, `spacy_ag.topics.standard_coherence`):
@@ -15,7 +16,10 @@ over the whole corpus, `spacy_ag.topics.standard_coherence`):
 * ``gibbs_lexicon_sampled_b``: all three (``inference="gibbs", word_adapted=True``, the Gibbs defaults
   otherwise);
 * ``online_lexicon``: ``word_adapted=True`` trained online;
-* ``tomotopy``: ``tomotopy.LDAModel(k=K, seed=s)``, 1,000 iterations (its defaults otherwise).
+* ``tomotopy``: ``tomotopy.LDAModel(k=K, seed=s)``, 1,000 iterations (its defaults otherwise);
+* ``tomotopy_equal_time``: the same model, trained 10 iterations at a time for as long as the same
+  seed's run of the last spacy-ag variant before it in ``--variants`` took (the comparison at equal
+  wall time).
 
 Every run is in this process, one after another, on one thread (numba's kernels compiled by a
 warm-up first). Seconds are training wall seconds.
@@ -52,15 +56,24 @@ VARIANTS = {
 }
 
 
-def run_variant(name: str, docs, K: int, seed: int) -> Dict:
-    if name == "tomotopy":
+def run_variant(name: str, docs, K: int, seed: int, budget: float = 0.0) -> Dict:
+    """One training run and its coherences; `budget` is tomotopy_equal_time's wall seconds."""
+    iterations = None
+    if name.startswith("tomotopy"):
         import tomotopy as tp
 
         model = tp.LDAModel(k=K, seed=seed)
         for d in docs:
             model.add_doc(d)
         t0 = time.perf_counter()
-        model.train(1000, workers=1)
+        if name == "tomotopy":
+            iterations = 1000
+            model.train(iterations, workers=1)
+        else:
+            iterations = 0
+            while time.perf_counter() - t0 < budget:
+                model.train(10, workers=1)
+                iterations += 10
         seconds = time.perf_counter() - t0
         topics = [[w for w, _ in model.get_topic_words(k, 10)] for k in range(K)]
     else:
@@ -70,8 +83,8 @@ def run_variant(name: str, docs, K: int, seed: int) -> Dict:
         seconds = time.perf_counter() - t0
         topics = model.topics(10)
     c = topic_coherences(topics, docs, ("u_mass", "c_npmi"))
-    return {"variant": name, "seed": seed, "seconds": seconds, "u_mass": c["u_mass"], "c_npmi": c["c_npmi"],
-            "topics": topics}
+    return {"variant": name, "seed": seed, "seconds": seconds, "iterations": iterations, "u_mass": c["u_mass"],
+            "c_npmi": c["c_npmi"], "topics": topics}
 
 
 def main(argv=None) -> int:
@@ -80,7 +93,8 @@ def main(argv=None) -> int:
     ap.add_argument("--topics", type=int, default=20)
     ap.add_argument("--lee", action="store_true", help="gensim's Lee corpus, preprocessed as topics_fair.py does")
     ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--variants", default=",".join([*VARIANTS, "tomotopy"]))
+    ap.add_argument("--variants", default=",".join([*VARIANTS, "tomotopy"]),
+                    help=f"comma-separated, from {', '.join([*VARIANTS, 'tomotopy', 'tomotopy_equal_time'])}")
     ap.add_argument("--json", required=True)
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
@@ -94,12 +108,18 @@ def main(argv=None) -> int:
     TopicModel(2, inference="gibbs", sweeps=2, word_adapted=True).fit(docs[:20])  # compile first
     TopicModel(2, online=ONE_THREAD, word_adapted=True).fit(docs[:120])
     runs: List[Dict] = []
+    budgets: Dict[int, float] = {}  # seed -> seconds of the last spacy-ag variant run
     for name in args.variants.split(","):
+        if name == "tomotopy_equal_time" and not budgets:
+            ap.error("tomotopy_equal_time needs a spacy-ag variant before it in --variants")
         for seed in (int(s) for s in args.seeds.split(",")):
-            runs.append(run_variant(name, docs, args.topics, seed))
+            runs.append(run_variant(name, docs, args.topics, seed, budgets.get(seed, 0.0)))
             r = runs[-1]
-            print(f"{name:24} seed {seed}  {r['seconds']:6.1f} s  u_mass {r['u_mass']:.3f}  c_npmi {r['c_npmi']:.4f}",
-                  flush=True)
+            if not name.startswith("tomotopy"):
+                budgets[seed] = r["seconds"]
+            done = f" ({r['iterations']} iterations)" if r["iterations"] else ""
+            print(f"{name:24} seed {seed}  {r['seconds']:6.1f} s{done}  u_mass {r['u_mass']:.3f}  "
+                  f"c_npmi {r['c_npmi']:.4f}", flush=True)
     summary = {}
     for name in args.variants.split(","):
         mine = [r for r in runs if r["variant"] == name]

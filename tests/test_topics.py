@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -678,12 +679,42 @@ def test_cli_export_ldavis(trained, tmp_path):
     data = json.loads(out.read_text(encoding="utf8"))
     assert set(data) == {"topic_term_dists", "doc_topic_dists", "doc_lengths", "vocab", "term_frequency"}
     assert len(data["doc_lengths"]) == 150 and len(data["topic_term_dists"][0]) == len(data["vocab"])
-    try:
-        import pyLDAvis  # noqa: F401
-    except ImportError:
-        r = run(CliRunner(), "export-ldavis", root / "out" / "model", root / "docs.txt", "--output", out,
-                "--html", tmp_path / "vis.html")
-        assert r.exit_code == 1 and "pip install pyLDAvis" in r.output and not (tmp_path / "vis.html").exists()
+    r = run(CliRunner(), "export-ldavis", root / "out" / "model", root / "docs.txt", "--output", out,
+            "--html", tmp_path / "vis.html")
+    assert r.exit_code == 0, r.output
+    assert_ldavis_page(tmp_path / "vis.html", data["vocab"][:5])
+
+
+def assert_ldavis_page(path, words):
+    """A pyLDAvis page: its script and the JSON of the prepared topics, with these words in it."""
+    page = path.read_text(encoding="utf8")
+    assert "LDAvis" in page and '"topic.order"' in page
+    assert all(f'"{w}"' in page for w in words)
+
+
+def test_cli_topics_ldavis_page(trained, tmp_path, monkeypatch):
+    """`spacy-ag topics MODEL --ldavis page.html`: over the held-out documents beside MODEL, or --docs;
+    one clear line, and no page, without pyLDAvis or without documents."""
+    pytest.importorskip("pyLDAvis", reason="the ldavis extra (in the test extras) renders the page")
+    root, result = trained
+    assert result.exit_code == 0, result.output
+    model = root / "out" / "model"
+    heldout = [line.split() for line in (root / "out" / "heldout.txt").read_text(encoding="utf8").splitlines()]
+    r = run(CliRunner(), "topics", model, "--ldavis", tmp_path / "held.html")
+    assert r.exit_code == 0, r.output
+    assert "pyLDAvis page of 3 topics" in r.output
+    assert_ldavis_page(tmp_path / "held.html", sorted({w for d in heldout for w in d})[:5])
+    r = run(CliRunner(), "topics", model, "--ldavis", tmp_path / "all.html", "--docs", root / "docs.txt")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "all.html").read_text(encoding="utf8") != (tmp_path / "held.html").read_text(encoding="utf8")
+    copy = tmp_path / "alone" / "model"
+    TopicModel.load(model).save(copy)
+    r = run(CliRunner(), "topics", copy, "--ldavis", tmp_path / "none.html")
+    assert r.exit_code == 1 and "--docs FILE" in r.output and not (tmp_path / "none.html").exists()
+    monkeypatch.setitem(sys.modules, "pyLDAvis", None)  # as if the extra were not installed
+    r = run(CliRunner(), "topics", model, "--ldavis", tmp_path / "no.html")
+    assert r.exit_code == 1 and "spacy-ag[ldavis]" in r.output and not (tmp_path / "no.html").exists()
+    assert "Traceback" not in r.output
 
 
 def test_training_draws_documents_on_two_threads_with_the_one_thread_model(corpus, monkeypatch):

@@ -91,11 +91,24 @@ def topics_cli(
                                           help="Show how this topic's top words ranked over the stream"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="With --history: plot the rankings (PNG)"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the topics as JSON"),
+    ldavis: Optional[Path] = typer.Option(None, "--ldavis", help="Also write the topics' pyLDAvis page (HTML) "
+                                                                 "here (pip install 'spacy-ag[ldavis]')"),
+    docs_path: Optional[Path] = typer.Option(None, "--docs", help="With --ldavis: the documents whose words and "
+                                                                  "proportions it shows, one per line (default: "
+                                                                  "the held-out documents `spacy-ag train` wrote "
+                                                                  "next to MODEL)"),
 ) -> None:
     """The top words of every topic with their probabilities (E_q[pi]); with --history, the
-    ranking of one topic's words over the stream (Figure 4 of Zhai et al. 2014)."""
+    ranking of one topic's words over the stream (Figure 4 of Zhai et al. 2014); with --ldavis,
+    the topics as a pyLDAvis page."""
     from ..train.topics import format_topics
 
+    if ldavis is not None:
+        docs_path = _ldavis_documents(model_path, docs_path)
+        pyldavis = _import_pyldavis("--ldavis")
+    elif docs_path is not None:
+        warn("--docs gives the documents of the --ldavis page: give the page's path with --ldavis FILE; "
+             "nothing written")
     model = load_topic_model(model_path)
     if history is None:
         typer.echo(format_topics(model, top))
@@ -114,6 +127,39 @@ def topics_cli(
         data = {"topics": [model.top_words(i, top) for i in range(model.n_topics)], "history": model.history}
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf8")
+    if ldavis is not None:
+        from ..topics.coherence import read_documents
+        from ..topics.ldavis import pyldavis_data
+
+        _write_ldavis_page(pyldavis, pyldavis_data(model, read_documents(docs_path)), ldavis)
+
+
+def _ldavis_documents(model_path: Path, docs_path: Optional[Path]) -> Path:
+    """The documents of a pyLDAvis page: those given, else the held-out documents beside MODEL."""
+    if docs_path is None:
+        docs_path = model_path.parent / "heldout.txt"
+        if not docs_path.exists():
+            raise ValueError(f"--ldavis: no --docs given and no {docs_path}; pass the documents to show with "
+                             "--docs FILE (one per line)")
+    return _require_file(docs_path, "documents file")
+
+
+def _import_pyldavis(option: str):
+    try:
+        import pyLDAvis
+    except ImportError:
+        raise ValueError(f"{option} needs pyLDAvis: pip install 'spacy-ag[ldavis]'") from None
+    return pyLDAvis
+
+
+def _write_ldavis_page(pyldavis, data, html: Path) -> None:
+    """Render pyLDAvis's page of `pyldavis_data`'s `data` to `html`, atomically."""
+    from ..archive import write_atomic_file
+
+    page = pyldavis.prepared_data_to_html(pyldavis.prepare(**data))
+    write_atomic_file(html, page.encode("utf8"))
+    good(f"Wrote the pyLDAvis page of {len(data['topic_term_dists'])} topics over {len(data['vocab'])} words "
+         f"to {html}")
 
 
 @app.command("evaluate-topics")
@@ -197,8 +243,8 @@ def export_ldavis_cli(
     docs_path: Path = typer.Argument(..., metavar="DOCS", help="Documents, one per line (tokens separated by "
                                                                "whitespace): the vocabulary and the proportions"),
     output: Path = typer.Option(..., "--output", "-o", help="JSON file of pyLDAvis.prepare's arguments"),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also render the pyLDAvis page here (needs "
-                                                             "pip install pyLDAvis)"),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also render the pyLDAvis page here (pip install "
+                                                             "'spacy-ag[ldavis]')"),
 ) -> None:
     """Write what pyLDAvis needs to show the topics: `pyLDAvis.prepare(**json.load(open(OUTPUT)))`.
 
@@ -209,15 +255,11 @@ def export_ldavis_cli(
     from ..topics.coherence import read_documents
     from ..topics.ldavis import pyldavis_data
 
+    _require_file(docs_path, "documents file")
+    pyldavis = _import_pyldavis("--html") if html is not None else None
     model = load_topic_model(model_path)
-    data = pyldavis_data(model, read_documents(_require_file(docs_path, "documents file")))
-    if html is not None:
-        try:
-            import pyLDAvis
-        except ImportError:
-            raise ValueError("--html needs pyLDAvis: pip install pyLDAvis (the JSON alone does not)") from None
+    data = pyldavis_data(model, read_documents(docs_path))
     write_atomic_file(output, (json.dumps(data) + "\n").encode("utf8"))
     good(f"Wrote pyLDAvis data for {model.n_topics} topics and {len(data['vocab'])} words to {output}")
     if html is not None:
-        pyLDAvis.save_html(pyLDAvis.prepare(**data), str(html))
-        good(f"Wrote {html}")
+        _write_ldavis_page(pyldavis, data, html)
