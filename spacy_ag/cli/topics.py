@@ -153,10 +153,11 @@ def _import_pyldavis(option: str):
 
 
 def _write_ldavis_page(pyldavis, data, html: Path) -> None:
-    """Render pyLDAvis's page of `pyldavis_data`'s `data` to `html`, atomically."""
+    """Render pyLDAvis's page of `pyldavis_data`'s `data` to `html`, atomically (in this process:
+    pyLDAvis would otherwise start a joblib worker per core that outlives the call)."""
     from ..archive import write_atomic_file
 
-    page = pyldavis.prepared_data_to_html(pyldavis.prepare(**data))
+    page = pyldavis.prepared_data_to_html(pyldavis.prepare(**data, n_jobs=1))
     write_atomic_file(html, page.encode("utf8"))
     good(f"Wrote the pyLDAvis page of {len(data['topic_term_dists'])} topics over {len(data['vocab'])} words "
          f"to {html}")
