@@ -695,7 +695,6 @@ def assert_ldavis_page(path, words):
 def test_cli_topics_ldavis_page(trained, tmp_path, monkeypatch):
     """`spacy-ag topics MODEL --ldavis page.html`: over the held-out documents beside MODEL, or --docs;
     one clear line, and no page, without pyLDAvis or without documents."""
-    pytest.importorskip("pyLDAvis", reason="the ldavis extra (in the test extras) renders the page")
     root, result = trained
     assert result.exit_code == 0, result.output
     model = root / "out" / "model"

@@ -104,7 +104,7 @@ def topics_cli(
     from ..train.topics import format_topics
 
     if ldavis is not None:
-        docs_path = _ldavis_documents(model_path, docs_path)
+        docs_path = _documents_or_heldout(model_path, docs_path, "--docs", "documents to show")
         pyldavis = _import_pyldavis("--ldavis")
     elif docs_path is not None:
         warn("--docs gives the documents of the --ldavis page: give the page's path with --ldavis FILE; "
@@ -134,14 +134,14 @@ def topics_cli(
         _write_ldavis_page(pyldavis, pyldavis_data(model, read_documents(docs_path)), ldavis)
 
 
-def _ldavis_documents(model_path: Path, docs_path: Optional[Path]) -> Path:
-    """The documents of a pyLDAvis page: those given, else the held-out documents beside MODEL."""
-    if docs_path is None:
-        docs_path = model_path.parent / "heldout.txt"
-        if not docs_path.exists():
-            raise ValueError(f"--ldavis: no --docs given and no {docs_path}; pass the documents to show with "
-                             "--docs FILE (one per line)")
-    return _require_file(docs_path, "documents file")
+def _documents_or_heldout(model_path: Path, given: Optional[Path], option: str, what: str) -> Path:
+    """The documents file of `option`: the one given, else the held-out documents that
+    `spacy-ag train` wrote next to MODEL."""
+    if given is None:
+        given = model_path.parent / "heldout.txt"
+        if not given.exists():
+            raise ValueError(f"no {option} given and no {given}; pass the {what} with {option} FILE")
+    return _require_file(given, f"{what} file")
 
 
 def _import_pyldavis(option: str):
@@ -182,12 +182,7 @@ def evaluate_topics_cli(
     from ..topics.coherence import coherence, read_documents
     from ..topics.standard_coherence import MEASURES, WINDOWS, topic_coherences
 
-    if reference is None:
-        reference = model_path.parent / "heldout.txt"
-        if not reference.exists():
-            raise ValueError(f"no --reference given and no {reference}; pass the reference documents with "
-                             "--reference FILE")
-    _require_file(reference, "reference file")
+    reference = _documents_or_heldout(model_path, reference, "--reference", "reference documents")
     model = load_topic_model(model_path)
     ref_docs = read_documents(reference)
     topics = model.topics(top)
