@@ -22,7 +22,10 @@ How:
   sweep (G = the greatest common divisor of the checkpoints); a parse's words
   are the yields of its `--word` nodes. py-cfg's
   trace line `It` describes the state after `It` sweeps. py-cfg shuffles the
-  utterances with an unseeded rand(), so its seeds share one sequence of orders.
+  utterances with std::random_shuffle, which draws from rand(), and rand() is
+  never seeded: all its runs, whatever -r, visit the utterances in one sequence
+  of orders. For independent seeds, give `--pycfg` a build with the line
+  `srand(rand_init);` added after `mt_init_genrand(rand_init);` in py-cfg.cc.
 * summary: the mean over seeds of token F at each checkpoint, for each engine,
   and ours minus py-cfg.
 """
@@ -161,7 +164,8 @@ def main() -> None:
     p.add_argument("--sweeps", type=int, default=300)
     p.add_argument("--checkpoints", default="20,100,300")
     p.add_argument("--systems", default="ours,pycfg")
-    p.add_argument("--pycfg", default="/work/pycfg/py-cfg")
+    p.add_argument("--pycfg", default="/work/pycfg/py-cfg",
+                   help="the py-cfg binary (a build seeding rand() gives each seed its own orders)")
     p.add_argument("--pycfg-grammars", default=str(SHARED / "design/reference-grammars"))
     p.add_argument("--word", default="Word", help="the category whose yields are words")
     p.add_argument("--json", required=True)
