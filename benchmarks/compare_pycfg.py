@@ -33,16 +33,17 @@ MEMORY_RATIO = 2.0
 # The same py-cfg (version of 5 March 2014) built from its source with g++ -O3 and run beside
 # our runs on this machine: token F per seed after each checkpoint. Flags: -D -E -w 1 -R -1
 # -e 1 -f 1 -g 10 -h 0.1 -a 0.0001 -b 10000 -r SEED. py-cfg shuffles the sentences with an
-# unseeded rand(), so its seeds share one sequence of orders; the runs marked "seeded order"
-# call srand(SEED) first, which gives each seed its own orders and changes nothing else.
+# unseeded rand(), so its seeds share one sequence of orders; the collocation runs come from a
+# build that calls srand(SEED) first, which gives each seed its own orders and changes nothing
+# else (the unigram run, seed 1, from the unchanged build).
 # Peak memory 46 MB (collocation) and 37 MB (unigram); 1.73 and 0.92 s per sweep.
 PYCFG_HERE = {
     "colloc": {
-        # seeded order, seeds 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+        # seeds 1-12
         20: [0.6628, 0.6676, 0.6855, 0.6598, 0.6662, 0.6488, 0.6424, 0.6496, 0.6851, 0.6603, 0.6598, 0.6677],
         100: [0.7059, 0.7084, 0.7171, 0.6995, 0.7118, 0.6797, 0.6774, 0.6968, 0.7077, 0.6956, 0.6911, 0.7063],
         300: [0.7222, 0.7173, 0.7256, 0.7145, 0.7314, 0.6983, 0.7028, 0.7299, 0.7318, 0.7062, 0.6941, 0.7391],
-        800: [0.7329, 0.7304, 0.7512],  # seeded order, seeds 1-3
+        800: [0.7329, 0.7304, 0.7512],  # seeds 1-3
     },
     "unigram": {20: [0.5083], 100: [0.5248]},
 }
