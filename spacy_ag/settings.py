@@ -141,6 +141,10 @@ class SamplerSettings:
     label_order: str = setting("adaptor", "visit the tables adaptor by adaptor, each in a random order (adaptor), "
                                           "or by yield, all adaptors together, as py-cfg does (yield)",
                                choices=("adaptor", "yield"))
+    label_equality: str = setting("table", "a new label equal to the old one keeps the old: when it uses the same "
+                                           "tables (table), or as py-cfg compares trees, tables with equal counts "
+                                           "and labels counting as equal (value)",
+                                  choices=("table", "value"))
     mh: bool = setting(True, "Metropolis-Hastings correction of the PCFG proposal [-H turns it off]")
     random_order: bool = setting(True, "visit sentences in a new random order every sweep [-I: corpus order]")
     sample_hyper: bool = setting(True, "slice-sample the Pitman-Yor a and b")

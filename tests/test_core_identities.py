@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spacy_ag.archive import MEASUREMENTS
-from spacy_ag.core.analyses import add, fill_rho, log_r, remove
+from spacy_ag.core.analyses import add, equal_trees, fill_rho, log_r, remove, same_analysis
 from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.chart import inside
 from spacy_ag.core.compiled import CompiledGrammar
@@ -424,15 +424,17 @@ def _check_invariants(core, C, S, sents):
     assert np.isfinite(log_posterior(G, S, True))
 
 
-@pytest.mark.parametrize("init,n_utts,steps,seed,label_order", [
-    ("batch", 80, 6, 4, "adaptor"),
-    ("incremental", 80, 6, 4, "adaptor"),
-    ("batch", 20, 30, 3, "adaptor"),  # a tiny corpus: MH and label rejections do happen
-    ("batch", 20, 30, 3, "yield"),
+@pytest.mark.parametrize("init,n_utts,steps,seed,label_order,label_equality", [
+    ("batch", 80, 6, 4, "adaptor", "table"),
+    ("incremental", 80, 6, 4, "adaptor", "table"),
+    ("batch", 20, 30, 3, "adaptor", "table"),  # a tiny corpus: MH and label rejections do happen
+    ("batch", 20, 30, 3, "yield", "table"),
+    ("batch", 20, 30, 3, "yield", "value"),  # py-cfg's label pass
 ])
-def test_invariants_after_sweeps_collocation(core, init, n_utts, steps, seed, label_order):
+def test_invariants_after_sweeps_collocation(core, init, n_utts, steps, seed, label_order, label_equality):
     C, chain, sents = _chain(core, "colloc", True, 0.2, seed=seed, n_utts=n_utts, init=init,
-                             sample_hyper=True, hyper_start=2, label_resampling=True, label_order=label_order)
+                             sample_hyper=True, hyper_start=2, label_resampling=True, label_order=label_order,
+                             label_equality=label_equality)
     chain.initialize()
     _check_invariants(core, C, chain.state, sents)
     rejected = 0
@@ -463,6 +465,45 @@ def test_yield_order_lists_every_open_table_once_by_yield(core):
     for k, y in zip(order, yields):
         by_yield.setdefault(y, set()).add(int(S.tab_adaptor[k]))
     assert any(len(ads) == 2 for ads in by_yield.values())  # a Colloc and a Word table of one yield
+
+
+def test_equal_trees_by_value_compares_tables_by_count_and_label(core):
+    """py-cfg's tree equality: two Colloc labels over the same yield, whose Word children sit at
+    different tables with as many customers and equal labels, are equal by value but not the same
+    analysis; once one of those tables has another customer they differ."""
+    C, chain, _ = _chain(core, "colloc", True, 0.2, seed=5, n_utts=60, init="batch")
+    chain.initialize()  # batch: every node has a table of its own, so equal dishes abound
+    S = chain.state
+    stack = core.stack_for(S)
+    marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
+    buf = np.empty(int(S.counters[N_TRIE]), np.int32)
+    colloc = C.adapted.index("Colloc")
+    by_yield = {}
+    for k in range(int(S.counters[TAB_HWM])):
+        if S.tab_state[k] == OPEN and S.tab_adaptor[k] == colloc:
+            y = tuple(buf[:yield_terms(S, S.tab_yield[k], buf)].tolist())
+            by_yield.setdefault(y, []).append(k)
+    pairs = [(ks[0], ks[1]) for ks in by_yield.values() if len(ks) > 1
+             and equal_trees(S, S.tab_label[ks[0]], S.tab_label[ks[1]], stack, True)]
+    assert pairs
+    k1, k2 = pairs[0]
+    x, y = S.tab_label[k1], S.tab_label[k2]
+    assert not same_analysis(S, x, y, stack, marked)
+    assert not equal_trees(S, x, y, stack, False)
+    word_tables = []
+    node = x
+    while node >= 0:  # the first Word table under the label: down the first children
+        if S.node_kind[node] == TABLE:
+            word_tables.append(int(S.node_table[node]))
+            break
+        node = S.node_child[node]
+    assert word_tables
+    S.tab_count[word_tables[0]] += 1
+    try:
+        assert not equal_trees(S, x, y, stack, True)
+    finally:
+        S.tab_count[word_tables[0]] -= 1
+    assert equal_trees(S, x, y, stack, True)
 
 
 # ---------------------------------------------------------------------------

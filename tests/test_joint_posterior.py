@@ -194,11 +194,14 @@ def test_enumerator_covers_every_segmentation(colloc):
     assert math.fsum(exact.values()) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("label_resampling,label_order", [(True, "adaptor"), (True, "yield"), (False, "adaptor")],
-                         ids=["labels", "labels-by-yield", "no-labels"])
-def test_chain_samples_the_exact_joint_posterior(colloc, label_resampling, label_order):
+@pytest.mark.parametrize("label_resampling,label_order,label_equality",
+                         [(True, "adaptor", "table"), (True, "yield", "table"), (True, "yield", "value"),
+                          (False, "adaptor", "table")],
+                         ids=["labels", "labels-by-yield", "labels-as-pycfg", "no-labels"])
+def test_chain_samples_the_exact_joint_posterior(colloc, label_resampling, label_order, label_equality):
     exact = exact_posterior(colloc, CORPUS)
-    visits = chain_frequencies(colloc, CORPUS, STEPS, label_resampling=label_resampling, label_order=label_order)
+    visits = chain_frequencies(colloc, CORPUS, STEPS, label_resampling=label_resampling, label_order=label_order,
+                               label_equality=label_equality)
     assert set(visits) <= set(exact)
     tv = total_variation(visits, exact)
     assert tv < TV_LIMIT, (tv, sorted(((exact[k], visits.get(k, 0.0)) for k in exact), reverse=True)[:5])

@@ -231,6 +231,59 @@ def same_analysis(S, new_root, old_root, stack, marked):
 
 
 @njit(cache=True, inline="always")
+def _table_count_and_label(S, x):
+    """A table node's customers now (0 for a NEW node or a CLOSED table) and its label."""
+    k = S.node_table[x]
+    if k < 0:
+        return 0, S.node_child[x]
+    return (S.tab_count[k] if S.tab_state[k] == OPEN else 0), S.tab_label[k]
+
+
+@njit(cache=True, inline="always")
+def equal_trees(S, x, y, stack, by_value):
+    """Equal trees, TABLE nodes equal when they reference the same table or, with `by_value`, as
+    py-cfg compares trees (3.12): as many customers now (a NEW node and a CLOSED table have none)
+    and equal labels, so that another table of the same dish with the same count is no change."""
+    stack[0] = x
+    stack[1] = y
+    top = 2
+    while top > 0:
+        top -= 2
+        a, b = stack[top], stack[top + 1]
+        kind = S.node_kind[a]
+        if kind != S.node_kind[b]:
+            return False
+        if kind == TERM:
+            if S.node_sym[a] != S.node_sym[b]:
+                return False
+        elif kind == TABLE:
+            ka, kb = S.node_table[a], S.node_table[b]
+            if ka == kb and (ka >= 0 or not by_value):
+                continue
+            if not by_value:
+                return False
+            na, la = _table_count_and_label(S, a)
+            nb, lb = _table_count_and_label(S, b)
+            if na != nb:
+                return False
+            stack[top] = la
+            stack[top + 1] = lb
+            top += 2
+        else:
+            if S.node_rule[a] != S.node_rule[b]:
+                return False
+            ca, cb = S.node_child[a], S.node_child[b]
+            while ca >= 0 and cb >= 0:
+                stack[top] = ca
+                stack[top + 1] = cb
+                top += 2
+                ca, cb = S.node_sib[ca], S.node_sib[cb]
+            if ca >= 0 or cb >= 0:
+                return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def free_tree(S, root, stack):
     """Return the nodes of a discarded analysis, and its CLOSED tables, to the pools."""
     stack[0] = root

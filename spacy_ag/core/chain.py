@@ -120,7 +120,8 @@ class Chain:
             for tables in passes:
                 self._drive(lambda pos: resample_labels(
                     G, self.state, tables, pos, s.collapsed, inv_temp, self.max_unary, ws.rho,
-                    ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, ws.terms, stats), len(tables))
+                    ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, ws.terms, stats,
+                    s.label_equality == "value"), len(tables))
         if s.sample_hyper and it >= s.hyper_start:
             sample_hyperparameters(self.state, s.sample_a, s.beta_e, s.beta_f, s.gamma_shape,
                                    s.gamma_scale, s.hyper_rounds, s.hyper_iterations)

@@ -19,9 +19,9 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .analyses import free_tree
+from .analyses import equal_trees, free_tree
 from .state import (
-    OPEN, RULE, TABLE, TAB_HWM, TERM, alloc_node, alloc_table, free_table, link_table, push_children,
+    OPEN, RULE, TABLE, TAB_HWM, alloc_node, alloc_table, free_table, link_table, push_children,
     trie_insert, unlink_table,
 )
 
@@ -108,33 +108,7 @@ def count_label(G, S, label, sign, stack):
 @njit(cache=True)
 def same_derivation(S, x, y, stack):
     """Equal trees, with TABLE nodes equal when they reference the same entry."""
-    stack[0] = x
-    stack[1] = y
-    top = 2
-    while top > 0:
-        top -= 2
-        a, b = stack[top], stack[top + 1]
-        kind = S.node_kind[a]
-        if kind != S.node_kind[b]:
-            return False
-        if kind == TERM:
-            if S.node_sym[a] != S.node_sym[b]:
-                return False
-        elif kind == TABLE:
-            if S.node_table[a] != S.node_table[b]:
-                return False
-        else:
-            if S.node_rule[a] != S.node_rule[b]:
-                return False
-            ca, cb = S.node_child[a], S.node_child[b]
-            while ca >= 0 and cb >= 0:
-                stack[top] = ca
-                stack[top + 1] = cb
-                top += 2
-                ca, cb = S.node_sib[ca], S.node_sib[cb]
-            if ca >= 0 or cb >= 0:
-                return False
-    return True
+    return equal_trees(S, x, y, stack, False)
 
 
 @njit(cache=True)
