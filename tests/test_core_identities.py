@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from spacy_ag.archive import MEASUREMENTS
-from spacy_ag.core.analyses import add, equal_trees, fill_rho, log_r, remove, same_analysis
+from spacy_ag.core.analyses import (
+    SAME_ANALYSIS, SAME_TABLES, SAME_VALUE, add, equal_trees, fill_rho, log_r, remove,
+)
 from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.chart import inside
 from spacy_ag.core.compiled import CompiledGrammar
@@ -484,12 +486,12 @@ def test_equal_trees_by_value_compares_tables_by_count_and_label(core):
             y = tuple(buf[:yield_terms(S, S.tab_yield[k], buf)].tolist())
             by_yield.setdefault(y, []).append(k)
     pairs = [(ks[0], ks[1]) for ks in by_yield.values() if len(ks) > 1
-             and equal_trees(S, S.tab_label[ks[0]], S.tab_label[ks[1]], stack, True)]
+             and equal_trees(S, S.tab_label[ks[0]], S.tab_label[ks[1]], stack, marked, SAME_VALUE)]
     assert pairs
     k1, k2 = pairs[0]
     x, y = S.tab_label[k1], S.tab_label[k2]
-    assert not same_analysis(S, x, y, stack, marked)
-    assert not equal_trees(S, x, y, stack, False)
+    assert not equal_trees(S, x, y, stack, marked, SAME_ANALYSIS)
+    assert not equal_trees(S, x, y, stack, marked, SAME_TABLES)
     word_tables = []
     node = x
     while node >= 0:  # the first Word table under the label: down the first children
@@ -500,10 +502,10 @@ def test_equal_trees_by_value_compares_tables_by_count_and_label(core):
     assert word_tables
     S.tab_count[word_tables[0]] += 1
     try:
-        assert not equal_trees(S, x, y, stack, True)
+        assert not equal_trees(S, x, y, stack, marked, SAME_VALUE)
     finally:
         S.tab_count[word_tables[0]] -= 1
-    assert equal_trees(S, x, y, stack, True)
+    assert equal_trees(S, x, y, stack, marked, SAME_VALUE)
 
 
 # ---------------------------------------------------------------------------

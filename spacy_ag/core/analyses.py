@@ -181,53 +181,14 @@ def log_r(G, S, root, rho, inv_temp, stack):
     return lr
 
 
-@njit(cache=True, inline="always")
-def same_analysis(S, new_root, old_root, stack, marked):
-    """True if a fresh proposal equals the removed analysis (3.9).
-
-    A NEW node matches a CLOSED table with an equal label; a closed table
-    matched twice means the old analysis shared it, which no proposal can
-    reproduce, so the analyses differ.
-    """
-    n_marked = 0
-    equal = True
-    stack[0] = new_root
-    stack[1] = old_root
-    top = 2
-    while top > 0 and equal:
-        top -= 2
-        x, y = stack[top], stack[top + 1]
-        kx, ky = S.node_kind[x], S.node_kind[y]
-        if kx != ky:
-            equal = False
-        elif kx == TERM:
-            equal = S.node_sym[x] == S.node_sym[y]
-        elif kx == RULE:
-            if S.node_rule[x] != S.node_rule[y]:
-                equal = False
-            else:
-                cx, cy = S.node_child[x], S.node_child[y]
-                while cx >= 0:
-                    stack[top] = cx
-                    stack[top + 1] = cy
-                    top += 2
-                    cx, cy = S.node_sib[cx], S.node_sib[cy]
-        else:
-            kx_t, ky_t = S.node_table[x], S.node_table[y]
-            if kx_t >= 0:
-                equal = kx_t == ky_t
-            elif S.tab_state[ky_t] != CLOSED or S.tab_mark[ky_t] != 0:
-                equal = False
-            else:
-                S.tab_mark[ky_t] = 1
-                marked[n_marked] = ky_t
-                n_marked += 1
-                stack[top] = S.node_child[x]
-                stack[top + 1] = S.tab_label[ky_t]
-                top += 2
-    for i in range(n_marked):
-        S.tab_mark[marked[i]] = 0
-    return equal
+#: How `equal_trees` compares TABLE nodes.
+#: SAME_TABLES: the same table (two derivations of one grammaton entry, 4.9).
+#: SAME_ANALYSIS: a proposal against the removed analysis (3.9): an existing table only itself, a NEW
+#: node a CLOSED table with an equal label; a closed table matched twice means the old analysis shared
+#: it, which no proposal can reproduce.
+#: SAME_VALUE: as py-cfg compares trees (3.12): as many customers now (a NEW node and a CLOSED table
+#: have none) and equal labels, so that another table of the same dish and count is no change.
+SAME_TABLES, SAME_ANALYSIS, SAME_VALUE = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
@@ -240,47 +201,64 @@ def _table_count_and_label(S, x):
 
 
 @njit(cache=True, inline="always")
-def equal_trees(S, x, y, stack, by_value):
-    """Equal trees, TABLE nodes equal when they reference the same table or, with `by_value`, as
-    py-cfg compares trees (3.12): as many customers now (a NEW node and a CLOSED table have none)
-    and equal labels, so that another table of the same dish with the same count is no change."""
+def equal_trees(S, x, y, stack, marked, mode):
+    """True if the trees under x and y are equal, TABLE nodes compared as `mode` says.
+
+    `marked` holds the CLOSED tables SAME_ANALYSIS matched (their `tab_mark` is cleared on return);
+    the other modes leave it alone.
+    """
+    n_marked = 0
+    equal = True
     stack[0] = x
     stack[1] = y
     top = 2
-    while top > 0:
+    while top > 0 and equal:
         top -= 2
         a, b = stack[top], stack[top + 1]
         kind = S.node_kind[a]
         if kind != S.node_kind[b]:
-            return False
-        if kind == TERM:
-            if S.node_sym[a] != S.node_sym[b]:
-                return False
-        elif kind == TABLE:
-            ka, kb = S.node_table[a], S.node_table[b]
-            if ka == kb and (ka >= 0 or not by_value):
-                continue
-            if not by_value:
-                return False
-            na, la = _table_count_and_label(S, a)
-            nb, lb = _table_count_and_label(S, b)
-            if na != nb:
-                return False
-            stack[top] = la
-            stack[top + 1] = lb
-            top += 2
-        else:
+            equal = False
+        elif kind == TERM:
+            equal = S.node_sym[a] == S.node_sym[b]
+        elif kind == RULE:
             if S.node_rule[a] != S.node_rule[b]:
-                return False
-            ca, cb = S.node_child[a], S.node_child[b]
-            while ca >= 0 and cb >= 0:
-                stack[top] = ca
-                stack[top + 1] = cb
-                top += 2
-                ca, cb = S.node_sib[ca], S.node_sib[cb]
-            if ca >= 0 or cb >= 0:
-                return False
-    return True
+                equal = False
+            else:
+                ca, cb = S.node_child[a], S.node_child[b]
+                while ca >= 0 and cb >= 0:
+                    stack[top] = ca
+                    stack[top + 1] = cb
+                    top += 2
+                    ca, cb = S.node_sib[ca], S.node_sib[cb]
+                equal = ca < 0 and cb < 0
+        else:
+            ka, kb = S.node_table[a], S.node_table[b]
+            if ka == kb and (ka >= 0 or mode == SAME_TABLES):
+                continue
+            if mode == SAME_TABLES:
+                equal = False
+            elif mode == SAME_ANALYSIS:
+                if ka >= 0 or S.tab_state[kb] != CLOSED or S.tab_mark[kb] != 0:
+                    equal = False
+                else:
+                    S.tab_mark[kb] = 1
+                    marked[n_marked] = kb
+                    n_marked += 1
+                    stack[top] = S.node_child[a]
+                    stack[top + 1] = S.tab_label[kb]
+                    top += 2
+            else:
+                na, la = _table_count_and_label(S, a)
+                nb, lb = _table_count_and_label(S, b)
+                if na != nb:
+                    equal = False
+                else:
+                    stack[top] = la
+                    stack[top + 1] = lb
+                    top += 2
+    for i in range(n_marked):
+        S.tab_mark[marked[i]] = 0
+    return equal
 
 
 @njit(cache=True, inline="always")

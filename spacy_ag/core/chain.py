@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..settings import SamplerSettings
+from .analyses import SAME_ANALYSIS, SAME_VALUE
 from .compiled import CompiledGrammar
 from .hyper import log_hyper_prior, log_posterior, sample_hyperparameters
 from .rng import make_rng, shuffle
@@ -121,7 +122,7 @@ class Chain:
                 self._drive(lambda pos: resample_labels(
                     G, self.state, tables, pos, s.collapsed, inv_temp, self.max_unary, ws.rho,
                     ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, ws.terms, stats,
-                    s.label_equality == "value"), len(tables))
+                    SAME_VALUE if s.label_equality == "value" else SAME_ANALYSIS), len(tables))
         if s.sample_hyper and it >= s.hyper_start:
             sample_hyperparameters(self.state, s.sample_a, s.beta_e, s.beta_f, s.gamma_shape,
                                    s.gamma_scale, s.hyper_rounds, s.hyper_iterations)

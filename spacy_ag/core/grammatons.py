@@ -19,7 +19,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .analyses import equal_trees, free_tree
+from .analyses import SAME_TABLES, equal_trees, free_tree
 from .state import (
     OPEN, RULE, TABLE, TAB_HWM, alloc_node, alloc_table, free_table, link_table, push_children,
     trie_insert, unlink_table,
@@ -108,7 +108,7 @@ def count_label(G, S, label, sign, stack):
 @njit(cache=True)
 def same_derivation(S, x, y, stack):
     """Equal trees, with TABLE nodes equal when they reference the same entry."""
-    return equal_trees(S, x, y, stack, False)
+    return equal_trees(S, x, y, stack, stack[:0], SAME_TABLES)
 
 
 @njit(cache=True)

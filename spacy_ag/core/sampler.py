@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .analyses import add, equal_trees, fill_rho, free_tree, log_r, remove, same_analysis
+from .analyses import SAME_ANALYSIS, add, equal_trees, fill_rho, free_tree, log_r, remove
 from .borrowed import borrowed
 from .chart import inside, new_chart, sample_tree, trie_need
 from .rng import shuffle, uniform_pos
@@ -44,14 +44,14 @@ class Workspace:
 
 @njit(cache=True, inline="always")
 def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh, stack, marked,
-            by_value=False):
+            equality=SAME_ANALYSIS):
     """The Metropolis-Hastings test (3.9) between a removed analysis and a proposal.
 
     On return exactly one of them is in the state and the other is freed;
     the result says which (ACCEPTED: the proposal) and whether they were equal
-    (the same tables, or with `by_value` as py-cfg compares trees: `equal_trees`).
+    (`equal_trees` in the mode `equality`).
     """
-    if equal_trees(S, new, old, stack, True) if by_value else same_analysis(S, new, old, stack, marked):
+    if equal_trees(S, new, old, stack, marked, equality):
         add(G, S, old, collapsed, stack)
         free_tree(S, new, stack)
         return UNCHANGED
@@ -210,8 +210,9 @@ def tables_in_yield_order(S, n_term):
 
 @njit(cache=True)
 def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
-                    tasks, buf, terms, stats, by_value):
-    """Table-label resampling (3.12) for tables[pos:]; return the next position."""
+                    tasks, buf, terms, stats, equality):
+    """Table-label resampling (3.12) for tables[pos:], a new label equal to the old one (`equal_trees`
+    in the mode `equality`) keeping the old; return the next position."""
     G, S, rho, chart, scale, ynode, tasks, buf, terms = borrowed(
         (G, S, rho, chart, scale, ynode, tasks, buf, terms))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
@@ -234,7 +235,7 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
         new, lr_new = sample_tree(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp, S.rng,
                                   tasks, buf)
         outcome = _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, True, stack,
-                          marked, by_value)
+                          marked, equality)
         if outcome == ACCEPTED:
             S.tab_label[k] = new
         stats[outcome + LABEL_ACCEPTED] += 1
