@@ -8,8 +8,9 @@ slower to burn in (token F about .011 lower after 20 sweeps), over 40 seeds
 and 44 py-cfg runs the gap is -.003 +- .002 (README). py-cfg cannot repeat a
 seed (address-ordered containers, under ASLR), so every run is a fresh
 sample: give enough seeds, and read each mean with its standard error.
-Comparing the means alone cannot say why two chains differ. This records, for both engines and every seed, what
-the chain looks like after each sweep: the log posterior, the tables and the
+Comparing the means alone cannot say why two chains differ. This records,
+for both engines and every seed, what the chain looks like after each
+sweep: the log posterior, the tables and the
 PY hyperparameters a and b of each adaptor, and the token F of the
 segmentation at the checkpoints, so that trajectories can be set side by side.
 
