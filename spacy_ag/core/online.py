@@ -20,7 +20,7 @@ from ..settings import OnlineSettings
 from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
 from .estep_shards import draw_trees
-from .grammatons import Variational, entries_by_rank, fit_capacity, new_variational
+from .grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
 from .rng import make_rng, shuffle
 from .sampler import need_nodes
 from .state import State, grow, new_state
@@ -263,8 +263,10 @@ class OnlineLearner:
             rederive_draws(G, self.state, self.V, entries, base, longest, rec, rec_ptr, counts)
         self.inside_calls += len(entries)
         self._workspace(longest)
-        self.drive(lambda pos, need: rederive_apply(G, self.state, self.V, entries, pos, rec, rec_ptr, counts,
-                                                    self.terms, self.stack, self.built, stats, need), len(entries))
+        first_new_rank = int(self.V.counters[NEXT_RANK])
+        self.drive(lambda pos, need: rederive_apply(G, self.state, self.V, entries, first_new_rank, pos, rec,
+                                                    rec_ptr, counts, self.terms, self.stack, self.built, stats, need),
+                   len(entries))
 
     # ------------------------------------------------------------------ reporting
     def grammaton_sizes(self) -> Dict[str, int]:

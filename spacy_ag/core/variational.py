@@ -23,7 +23,7 @@ from .grammatons import (
 )
 from .sampler import need_nodes
 from .state import (
-    OPEN, RULE, TAB_HWM, TERM, alloc_node, link_built_children, room_ok, yield_length, yield_terms,
+    OPEN, RULE, TAB_HWM, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_length, yield_terms,
 )
 
 NEG_INF = -np.inf
@@ -98,12 +98,14 @@ def _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_l
 
 
 @njit(cache=True)
-def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
+def materialize(G, S, V, rec, r0, r1, words, weight, copies, stack, built):
     """Turn the records of one tree into pool nodes; return its root.
 
-    Adds `weight` to g of every rule used and to f of every entry used (4.5);
-    each base-expanded adapted subtree is resolved, children first, to an
-    equal existing entry or a new one (its h counts go to f of that entry).
+    Adds `weight` to g of every rule used and to f of every entry used (4.5),
+    `copies` times over, as often as the tree was drawn: one addition per draw keeps
+    the sums what counting each draw gives, bit for bit. Each base-expanded adapted
+    subtree is resolved, children first, to an equal existing entry or a new one
+    (its h counts go to f of that entry).
     """
     top = 0
     for r in range(r1 - 1, r0 - 1, -1):
@@ -113,21 +115,55 @@ def materialize(G, S, V, rec, r0, r1, words, weight, stack, built):
         elif kind == REC_CACHED:
             k = rec[r, 2]
             x = new_table_node(S, rec[r, 1], k)
-            V.f_batch[k] += weight
+            _add(V.f_batch, k, weight, copies)
         elif kind == REC_RULE:
             rule = rec[r, 2]
             x = alloc_node(S, RULE, rec[r, 1], rule)
-            V.g_batch[rule] += weight
+            _add(V.g_batch, rule, weight, copies)
             top = link_built_children(S, x, built, top, rec[r, 3])
         else:  # REC_NEW: its label is on top
             top -= 1
             y = yield_node(S, words, rec[r, 4], rec[r, 5], G.n_term)
             k = adopt_subtree(G, S, V, rec[r, 1], built[top], y, stack)
-            V.f_batch[k] += weight
+            _add(V.f_batch, k, weight, copies)
             x = new_table_node(S, rec[r, 1], k)
         built[top] = x
         top += 1
     return built[0]
+
+
+@njit(cache=True, inline="always")
+def _add(counts, i, weight, copies):
+    for _ in range(copies):
+        counts[i] += weight
+
+
+@njit(cache=True)
+def copies_of_samples(rec, r0, lengths, copies):
+    """copies[s]: how many of the trees drawn for one sentence equal tree s, counted at the first
+    of them (0 at the others). The trees' records start at rec[r0] and follow each other;
+    lengths: (samples,). Most of the trees drawn for a short sentence are one tree."""
+    n = lengths.shape[0]
+    start = np.empty(n, np.int64)
+    at = r0
+    for s in range(n):
+        start[s] = at
+        at += lengths[s]
+        copies[s] = 1
+        for t in range(s):
+            if copies[t] > 0 and lengths[t] == lengths[s] and _same_records(rec, start[t], start[s], lengths[s]):
+                copies[t] += 1
+                copies[s] = 0
+                break
+
+
+@njit(cache=True, inline="always")
+def _same_records(rec, a, b, length):
+    for i in range(length):
+        for c in range(rec.shape[1]):
+            if rec[a + i, c] != rec[b + i, c]:
+                return False
+    return True
 
 
 @njit(cache=True)
@@ -136,6 +172,7 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
     pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks."""
     G, S, V = borrowed((G, S, V))
     n_samples = samp_len.shape[1]
+    copies = np.empty(n_samples, np.int64)
     while pos < batch.shape[0]:
         if status[pos] != OK:
             pos += 1
@@ -148,9 +185,11 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         r = rec_ptr[pos]
+        copies_of_samples(rec, r, samp_len[pos], copies)
         for s in range(n_samples):
-            root = materialize(G, S, V, rec, r, r + samp_len[pos, s], w, weight, stack, built)
-            free_tree(S, root, stack)
+            if copies[s] > 0:
+                root = materialize(G, S, V, rec, r, r + samp_len[pos, s], w, weight, copies[s], stack, built)
+                free_tree(S, root, stack)
             r += samp_len[pos, s]
         pos += 1
     return pos
@@ -279,13 +318,22 @@ def rederive_layout(S, entries, max_unary, rec_ptr):
     return longest
 
 
+#: counts[e] of an entry whose draw is its derivation already (see `rederive_draws`).
+UNCHANGED = -2
+#: Interleaved slices of the entries that re-derivation draws on the threads: entries of similar
+#: rank have similar yields, so each slice gets its share of long and short ones.
+REDERIVE_SLICES = 64
+
+
 @njit(cache=True)
 def rederive_draws(G, S, V, entries, base, longest, rec, rec_ptr, counts):
     """Phase 1 of re-derivation (4.9): draw a new derivation of every entry of one adaptor from G'
     without that adaptor's entries, in parallel; the state is only read.
 
-    Entry e's records go to rec[rec_ptr[e]:rec_ptr[e] + counts[e]]; counts[e] < 0: no draw (no
-    parse, or no room). Each entry has its own random stream (`entry_seed(base, e)`), so the draws
+    Entry e's records go to rec[rec_ptr[e]:rec_ptr[e] + counts[e]]; counts[e] = -1: no draw (no
+    parse, or no room); UNCHANGED: the draw is the entry's derivation, so applying it would change
+    nothing (most draws: checked here, on the threads, rather than by building the tree in the
+    serial phase). Each entry has its own random stream (`entry_seed(base, e)`), so the draws
     do not depend on the number of threads. Drawing every entry from the same G' is what the
     sequential loop did too: the entries that applying a draw creates have zero weight until the
     next `refresh_weights`, and merges touch only the skipped adaptor.
@@ -296,8 +344,16 @@ def rederive_draws(G, S, V, entries, base, longest, rec, rec_ptr, counts):
 
 @njit(cache=True, parallel=True)
 def _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts):
-    for e in prange(entries.shape[0]):
-        _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e)
+    room = 1
+    for e in range(entries.shape[0]):
+        room = max(room, rec_ptr[e + 1] - rec_ptr[e])
+    for first in prange(REDERIVE_SLICES):
+        stack = np.empty(room + 2, np.int32)
+        for e in range(first, entries.shape[0], REDERIVE_SLICES):
+            _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e)
+            if counts[e] >= 0 and _draw_is_label(G, S, rec, rec_ptr[e], rec_ptr[e] + counts[e],
+                                                 S.tab_label[entries[e]], S.tab_adaptor[entries[e]], stack):
+                counts[e] = UNCHANGED
 
 
 @njit(cache=True)
@@ -320,25 +376,83 @@ def _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e):
 
 
 @njit(cache=True)
-def rederive_apply(G, S, V, entries, pos, rec, rec_ptr, counts, terms, stack, built, stats, need):
+def _draw_is_label(G, S, rec, r0, r1, label, ad, stack):
+    """True if the tree in records rec[r0:r1] is the derivation `label` of an entry of adaptor
+    `ad`: what `materialize` would build from them equals it (`same_derivation`).
+
+    Records are in preorder (a node, then its children's subtrees left to right; a REC_NEW
+    subtree's label right after it), so one walk over them and the tree suffices. A REC_NEW
+    subtree equals a table of the tree when it equals that table's label: `materialize` would
+    find that entry, the only one with this derivation. Entries of `ad` itself (a recursive
+    grammar) may merge while the draws are applied, so a draw reaching one counts as a change,
+    and the serial phase decides. stack: (r1 - r0 + 2,) at least.
+    """
+    stack[0] = label
+    top = 1
+    for r in range(r0, r1):
+        if top == 0:
+            return False
+        top -= 1
+        x = stack[top]
+        kind = rec[r, 0]
+        if kind == REC_TERM:
+            if S.node_kind[x] != TERM or S.node_sym[x] != rec[r, 2]:
+                return False
+        elif kind == REC_RULE:
+            if S.node_kind[x] != RULE or S.node_rule[x] != rec[r, 2]:
+                return False
+            children = 0
+            c = S.node_child[x]
+            while c >= 0:
+                children += 1
+                c = S.node_sib[c]
+            if children != rec[r, 3] or top + children > r1 - r:  # more nodes left than records
+                return False
+            c = S.node_child[x]
+            for i in range(children):  # first child on top
+                stack[top + children - 1 - i] = c
+                c = S.node_sib[c]
+            top += children
+        else:
+            if S.node_kind[x] != TABLE:
+                return False
+            k = S.node_table[x]
+            if k < 0 or S.tab_adaptor[k] == ad:
+                return False
+            if kind == REC_CACHED:
+                if k != rec[r, 2]:
+                    return False
+            else:  # REC_NEW: its label follows
+                stack[top] = S.tab_label[k]
+                top += 1
+    return top == 0
+
+
+@njit(cache=True)
+def rederive_apply(G, S, V, entries, first_new_rank, pos, rec, rec_ptr, counts, terms, stack, built, stats,
+                   need):
     """Phase 2 of re-derivation, in stick order: an entry whose draw differs from its derivation
     takes the new one; lower subtrees of the draw that are not entries yet join their grammatons;
     an entry whose new derivation equals another entry is merged into the one earlier in stick
     order. stats: [changed, merged]. Returns the next position; stopping early means the pools
     need what `need` says (see `absorb`).
+
+    An entry merged away frees its table, which a lower entry created later in the pass may take:
+    a table ranked `first_new_rank` or later (V.counters[NEXT_RANK] when the pass began) is such a
+    newcomer, not the entry the draw was made for, and is left alone.
     """
     G, S, V = borrowed((G, S, V))
     while pos < entries.shape[0]:
         k = entries[pos]
         count = counts[pos]
-        if count < 0 or S.tab_state[k] != OPEN:  # no draw, or merged away earlier in this pass
-            pos += 1
+        if count < 0 or S.tab_state[k] != OPEN or V.rank[k] >= first_new_rank:
+            pos += 1  # no draw, no change, or merged away earlier in this pass
             continue
         n = yield_terms(S, S.tab_yield[k], terms)
         if not room_ok(S, count, count, trie_need(G, n)):
             need[0], need[1], need[2] = count, count, trie_need(G, n)
             return pos
-        new = materialize(G, S, V, rec, rec_ptr[pos], rec_ptr[pos] + count, terms, 0.0, stack, built)
+        new = materialize(G, S, V, rec, rec_ptr[pos], rec_ptr[pos] + count, terms, 0.0, 1, stack, built)
         old = S.tab_label[k]
         if same_derivation(S, new, old, stack):
             free_tree(S, new, stack)
