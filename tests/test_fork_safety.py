@@ -77,7 +77,7 @@ SEGMENTER = textwrap.dedent("""
         texts = made_up_texts(40, 3, "")
         nlp.initialize(lambda: examples(nlp, texts))
         nlp(texts[0])
-        # the segmenter's parallel kernel: an online update's E-step (parallel from 2000 characters)
+        # the segmenter's parallel kernel: an online update's E-step
         nlp.tokenizer.update(examples(nlp, texts * 6))
         return nlp, texts + ["kapolumi, gulo", ""]
 
@@ -92,7 +92,7 @@ PARSER = textwrap.dedent("""
         texts = made_up_texts(40, 3, "")
         nlp.initialize(lambda: examples(nlp, texts))
         nlp(texts[0])
-        # the parser's parallel kernel: an online update's E-step (parallel from 2000 characters)
+        # the parser's parallel kernel: an online update's E-step
         nlp.get_pipe("ag_parser").update(examples(nlp, texts * 6))
         return nlp, texts + ["kapolumi gulo", ""]
 

@@ -95,7 +95,6 @@ def test_the_parallel_local_estep_runs_on_two_threads_with_the_one_thread_result
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
     threads_seen = record_numba_threads(monkeypatch, online_module, "draw_trees")
-    monkeypatch.setattr(online_module, "PARALLEL_MIN_TERMINALS", 0)  # every minibatch on the threads
     monkeypatch.setattr(online_module, "PARALLEL_MIN_ENTRIES", 0)
     model = AdaptorGrammar(UNIGRAM, inference="online", online=OnlineSettings(**SETTINGS, workers=2),
                            default_a=0.0, default_b=10.0).fit(texts, seed=3)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
+import numba
 import numpy as np
 
 from .grammatons import Variational, new_variational
@@ -57,7 +58,11 @@ def draw_trees(G, S, V, words, sent_ptr, batch, seeds, samples: int, record_fact
         samp_len = np.zeros((len(batch), samples), np.int64)
         scores = np.zeros((len(batch), samples))
         status = np.zeros(len(batch), np.int64)
-        estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
+        chunksize = numba.set_parallel_chunksize(1)  # per sentence, not per thread (see `estep`)
+        try:
+            estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
+        finally:
+            numba.set_parallel_chunksize(chunksize)
         if not (status == OVERFLOW).any():
             return Draws(rec, rec_ptr, samp_len, scores, status), record_factor
         record_factor *= 2

@@ -32,8 +32,6 @@ from .variational import (
 from .vhyper import update_alpha, update_concentration, update_discount
 
 _MASK = (1 << 64) - 1
-#: Terminals in a minibatch below which the E-step runs on one thread (hand-offs would cost more).
-PARALLEL_MIN_TERMINALS = 2000
 #: Entries of one adaptor below which re-derivation draws on one thread.
 PARALLEL_MIN_ENTRIES = 64
 
@@ -42,13 +40,22 @@ def _mix(*values: int) -> int:
     """A 64-bit seed from integers (splitmix64 steps), for per-sentence random streams."""
     x = 0x243F6A8885A308D3
     for v in values:
-        x = (x ^ (int(v) & _MASK)) & _MASK
-        x = (x + 0x9E3779B97F4A7C15) & _MASK
-        z = x
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        x = z ^ (z >> 31)
+        x = _mix_step(x, v)
     return x
+
+
+def _mix_step(x, v):
+    """One splitmix64 step of `_mix`; on uint64 arrays too (numpy's uint64 products wrap as & _MASK does)."""
+    if isinstance(v, np.ndarray):
+        with np.errstate(over="ignore"):
+            z = (np.uint64(x) ^ v) + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return z ^ (z >> np.uint64(31))
+    z = ((x ^ (int(v) & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
 
 
 class OnlineLearner:
@@ -154,11 +161,10 @@ class OnlineLearner:
         Returns `Draws` (records, record offsets, tree lengths, tree log weights, status). With
         `remote_estep` set (the Ray backend), its workers draw, with the same result.
         """
-        seeds = np.array([_mix(self.seed, stream, i) for i in range(len(batch))], dtype=np.uint64)
+        seeds = _mix_step(_mix(self.seed, stream), np.arange(len(batch), dtype=np.uint64))  # _mix(seed, stream, i)
         if self.remote_estep is not None:
             return self.remote_estep.draw(self, words, sent_ptr, batch, seeds)
-        terminals = int((sent_ptr[batch + 1] - sent_ptr[batch]).sum())
-        with self._threads(terminals >= PARALLEL_MIN_TERMINALS):
+        with self._threads(True):
             draws, self.record_factor = draw_trees(self.G, self.state, self.V, words, sent_ptr, batch, seeds,
                                                    self.settings.samples, self.record_factor)
         return draws
@@ -170,7 +176,11 @@ class OnlineLearner:
         workers = max(1, min(self.settings.workers or numba.config.NUMBA_NUM_THREADS,
                              numba.config.NUMBA_NUM_THREADS))
         threads = numba.get_num_threads()
-        numba.set_num_threads(workers if worth_it else 1)
+        wanted = workers if worth_it else 1
+        if wanted == threads:  # nested blocks and one-thread runs: nothing to switch
+            yield
+            return
+        numba.set_num_threads(wanted)
         try:
             yield
         finally:

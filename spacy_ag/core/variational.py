@@ -86,15 +86,19 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
     samp_len[b], log weights in scores[b]); status[b] says OK, UNPARSEABLE or
     OVERFLOW (records did not fit: the caller enlarges and repeats). Each
     sentence has its own random stream, so results do not depend on threads.
+    Sentences go to the threads longest first; with numba's parallel chunk size
+    at 1 (`estep_shards.draw_trees`) each thread takes the next when done, so
+    the long ones do not all land on one thread.
     """
     G, S, V = borrowed((G, S, V))
-    _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
+    longest_first = np.argsort(sent_ptr[batch] - sent_ptr[batch + 1], kind="mergesort")
+    _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, longest_first)
 
 
 @njit(cache=True, parallel=True)
-def _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
-    for b in prange(batch.shape[0]):
-        estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b)
+def _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, order):
+    for i in prange(order.shape[0]):
+        estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, order[i])
 
 
 @njit(cache=True)
