@@ -420,6 +420,18 @@ def test_pruning_keeps_the_top_K_by_score_and_every_referenced_entry(colloc):
 # reproducibility
 
 
+def test_each_sentence_seed_is_the_mix_of_seed_minibatch_and_position():
+    """The E-step's per-sentence streams (drawn in one kernel) are _mix(seed, stream, i), whatever
+    the sign or size of the stream number (held-out batches count down from -1)."""
+    from spacy_ag.core.online import _mix
+    from spacy_ag.core.rng import stream_seeds
+
+    for seed, stream in ((3, 1), (2 ** 64 - 1, 2 ** 40), (0, -1), (12345, -7)):
+        got = stream_seeds(np.uint64(_mix(seed, stream)), 9)
+        assert got.dtype == np.uint64 and [int(x) for x in got] == [_mix(seed, stream, i) for i in range(9)]
+    assert len(set(int(x) for x in stream_seeds(np.uint64(_mix(3, 1)), 1000))) == 1000
+
+
 def test_same_seed_same_result_whatever_the_number_of_threads():
     gold = generate_corpus(make_lexicon(25, alphabet="abcdefg", seed=7), 120, seed=11, collocations=6)
     settings = OnlineSettings(batch_size=10, tau=2, kappa=0.8, refine_every=3, samples=4, passes=1)

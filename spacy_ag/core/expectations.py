@@ -46,6 +46,12 @@ def _stick_terms(nu1, nu2, log_pi, log_rest, i):
     log_rest[i] = digamma(nu2[i]) - total
 
 
+#: Interleaved slices of the sticks for the threads: a digamma of a small argument costs up to
+#: twelve times one of a large, and the entries with large counts lead each stick order, so
+#: halves in order would leave one thread most of the work.
+STICK_SLICES = 64
+
+
 @njit(cache=True, parallel=True)
 def stick_terms(nu1, nu2, log_pi, log_rest):
     """E_q[log V_i] into log_pi and E_q[log(1 - V_i)] into log_rest, for every i.
@@ -54,8 +60,9 @@ def stick_terms(nu1, nu2, log_pi, log_rest):
     grammatons, run in parallel (the same numbers on any number of threads)."""
     m = nu1.shape[0]
     if m >= 512:  # below, a thread hand-off costs more than it saves
-        for i in prange(m):
-            _stick_terms(nu1, nu2, log_pi, log_rest, i)
+        for first in prange(STICK_SLICES):
+            for i in range(first, m, STICK_SLICES):
+                _stick_terms(nu1, nu2, log_pi, log_rest, i)
     else:
         for i in range(m):
             _stick_terms(nu1, nu2, log_pi, log_rest, i)

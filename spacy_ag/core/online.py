@@ -21,7 +21,7 @@ from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
 from .estep_shards import draw_trees
 from .grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
-from .rng import make_rng, shuffle
+from .rng import make_rng, shuffle, stream_seeds
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
@@ -44,14 +44,8 @@ def _mix(*values: int) -> int:
     return x
 
 
-def _mix_step(x, v):
-    """One splitmix64 step of `_mix`; on uint64 arrays too (numpy's uint64 products wrap as & _MASK does)."""
-    if isinstance(v, np.ndarray):
-        with np.errstate(over="ignore"):
-            z = (np.uint64(x) ^ v) + np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            return z ^ (z >> np.uint64(31))
+def _mix_step(x: int, v: int) -> int:
+    """One splitmix64 step of `_mix` (`rng.stream_seeds` takes it for many v at once)."""
     z = ((x ^ (int(v) & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
@@ -161,7 +155,7 @@ class OnlineLearner:
         Returns `Draws` (records, record offsets, tree lengths, tree log weights, status). With
         `remote_estep` set (the Ray backend), its workers draw, with the same result.
         """
-        seeds = _mix_step(_mix(self.seed, stream), np.arange(len(batch), dtype=np.uint64))  # _mix(seed, stream, i)
+        seeds = stream_seeds(np.uint64(_mix(self.seed, stream)), len(batch))  # _mix(seed, stream, i)
         if self.remote_estep is not None:
             return self.remote_estep.draw(self, words, sent_ptr, batch, seeds)
         with self._threads(True):

@@ -72,3 +72,16 @@ def shuffle(s, arr):
         tmp = arr[i]
         arr[i] = arr[j]
         arr[j] = tmp
+
+
+@njit(cache=True)
+def stream_seeds(x, n):
+    """(n,) uint64: the seeds of n per-item random streams under one 64-bit key `x`, item i's
+    the splitmix64 output for state (x ^ i) + the golden gamma (`online._mix(..., i)`)."""
+    out = np.empty(n, np.uint64)
+    for i in range(n):
+        z = (np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        out[i] = z ^ (z >> np.uint64(31))
+    return out
