@@ -21,7 +21,7 @@ import numpy as np
 from .grammatons import Variational, new_variational
 from .rng import make_rng
 from .state import N_TRIE, TAB_HWM, State, new_state, rehash
-from .variational import OVERFLOW, estep
+from .variational import draw_records
 
 #: The state arrays a worker receives, per trie node, per table and per adaptor: what `estep` reads
 #: with the entries' weights given, but the trie's hash table, which `estep_view` rebuilds from
@@ -48,24 +48,13 @@ class Draws(NamedTuple):
 
 def draw_trees(G, S, V, words, sent_ptr, batch, seeds, samples: int, record_factor: int) -> Tuple[Draws, int]:
     """`samples` trees for each sentence of `batch`; returns the draws and the record factor that
-    sufficed (records are sized `record_factor` per terminal and tree, doubled until they fit;
-    the size does not change the draws)."""
-    lengths = (sent_ptr[batch + 1] - sent_ptr[batch]).astype(np.int64)
-    while True:
-        rec_ptr = np.zeros(len(batch) + 1, np.int64)
-        np.cumsum(samples * (record_factor * lengths + 16), out=rec_ptr[1:])
-        rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
-        samp_len = np.zeros((len(batch), samples), np.int64)
-        scores = np.zeros((len(batch), samples))
-        status = np.zeros(len(batch), np.int64)
-        chunksize = numba.set_parallel_chunksize(1)  # per sentence, not per thread (see `estep`)
-        try:
-            estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status)
-        finally:
-            numba.set_parallel_chunksize(chunksize)
-        if not (status == OVERFLOW).any():
-            return Draws(rec, rec_ptr, samp_len, scores, status), record_factor
-        record_factor *= 2
+    sufficed (`draw_records`)."""
+    chunksize = numba.set_parallel_chunksize(1)  # per sentence, not per thread (see `estep`)
+    try:
+        *draws, record_factor = draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
+    finally:
+        numba.set_parallel_chunksize(chunksize)
+    return Draws(*draws), record_factor
 
 
 def compact(draws: Draws) -> Draws:

@@ -25,9 +25,8 @@ from .rng import make_rng, shuffle, stream_seeds
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
-    OK, UNPARSEABLE, absorb, decay, grammaton_sizes, longest_entry,
-    merge_duplicates, prune, rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout,
-    sentence_statistics_from_analyses,
+    OK, UNPARSEABLE, absorb, decay, grammaton_sizes, longest_entry, merge_duplicates, minibatch, prune,
+    rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout, sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
 
@@ -136,11 +135,10 @@ class OnlineLearner:
         self.built = np.empty(per_tree, np.int32)
         self.terms = np.empty(self._work_len + 1, np.int32)
 
-    def drive(self, kernel, n_items: int) -> None:
+    def drive(self, kernel, n_items: int, pos: int = 0) -> None:
         """Call `kernel(pos, need)` until it has covered n_items; when it stops early, grow the pools
         by exactly what its room check wrote to `need` (nodes, tables, trie nodes) and call again."""
         need = np.zeros(3, np.int64)
-        pos = 0
         while pos < n_items:
             new_pos = kernel(pos, need)
             if new_pos == pos:
@@ -155,13 +153,17 @@ class OnlineLearner:
         Returns `Draws` (records, record offsets, tree lengths, tree log weights, status). With
         `remote_estep` set (the Ray backend), its workers draw, with the same result.
         """
-        seeds = stream_seeds(np.uint64(_mix(self.seed, stream)), len(batch))  # _mix(seed, stream, i)
+        seeds = self._seeds(stream, len(batch))
         if self.remote_estep is not None:
             return self.remote_estep.draw(self, words, sent_ptr, batch, seeds)
         with self._threads(True):
             draws, self.record_factor = draw_trees(self.G, self.state, self.V, words, sent_ptr, batch, seeds,
                                                    self.settings.samples, self.record_factor)
         return draws
+
+    def _seeds(self, stream: int, n: int) -> np.ndarray:
+        """The seeds of the n sentences' random streams in E-step number `stream`: _mix(seed, stream, i)."""
+        return stream_seeds(np.uint64(_mix(self.seed, stream)), n)
 
     @contextmanager
     def _threads(self, worth_it: bool):
@@ -193,8 +195,8 @@ class OnlineLearner:
         started = time.perf_counter()
         with self._threads(True):
             eps, scale = self.begin_minibatch(len(batch), corpus_size)
-            loglik = self._collect(words, sent_ptr, batch)
-            return self.end_minibatch(eps, scale, started, loglik)
+            loglik = self._collect(words, sent_ptr, batch, eps, scale)
+            return self.end_minibatch(eps, started, loglik)
 
     def begin_minibatch(self, n_items: int, corpus_size: Optional[int]):
         """Count the minibatch; return its step size and D / |B|."""
@@ -206,26 +208,49 @@ class OnlineLearner:
         D = corpus_size or s.corpus_size or self.seen
         return eps, D / n_items
 
-    def _collect(self, words, sent_ptr, batch) -> float:
-        """E-step and counts of one minibatch of sentences; returns its log likelihood (4.15)."""
+    def _collect(self, words, sent_ptr, batch, eps: float, scale: float) -> float:
+        """E-step, counts and the new weights of one minibatch of sentences; returns its log
+        likelihood (4.15). Here all in one kernel call (`minibatch`); with the Ray E-step, the
+        draws come from the workers and are counted here."""
         s, G = self.settings, self.G
         max_len = int((sent_ptr[batch + 1] - sent_ptr[batch]).max())
         self.max_len = max(self.max_len, max_len)
         self._workspace(self.max_len)
-        rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
         self.inside_calls += len(batch)
-        bad = np.nonzero(status == UNPARSEABLE)[0]
-        if len(bad):
-            raise UnparseableSentence(int(batch[bad[0]]))
-        self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len,
-                                            status, 1.0 / s.samples, pos, self.stack, self.built, need), len(batch))
+        if self.remote_estep is None:
+            seeds = self._seeds(self.minibatches, len(batch))
+            need = np.zeros(3, np.int64)
+            chunksize = numba.set_parallel_chunksize(1)  # the E-step's sentences one at a time (`estep`)
+            try:
+                pos, *draws, self.record_factor = minibatch(
+                    G, self.state, self.V, words, sent_ptr, batch, seeds, s.samples, self.record_factor,
+                    self.stack, self.built, need, eps, scale, self.correction())
+            finally:
+                numba.set_parallel_chunksize(chunksize)
+            if pos < 0:
+                raise UnparseableSentence(int(batch[-1 - pos]))
+            rec, rec_ptr, samp_len, scores, status = draws
+        else:
+            pos = 0
+            rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
+            bad = np.nonzero(status == UNPARSEABLE)[0]
+            if len(bad):
+                raise UnparseableSentence(int(batch[bad[0]]))
+        if pos < len(batch):  # the pools had to grow, or the draws came from elsewhere
+            self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr,
+                                                samp_len, status, 1.0 / s.samples, pos, self.stack, self.built,
+                                                need), len(batch), pos)
+            self.update_weights(eps, scale)
         ok = status == OK
         return float(scores[ok].max(axis=1).sum())
 
-    def end_minibatch(self, eps: float, scale: float, started: float, loglik: float) -> Dict:
-        """Decay, new weights, and every u minibatches the refinement (Algorithm 2's tail)."""
+    def update_weights(self, eps: float, scale: float) -> None:
+        """Decay the statistics, then the new weights of G' (Eqs. 9-13, 6-8)."""
         decay(self.state, self.V, eps, scale)
         refresh_weights(self.G, self.state, self.V, self.correction())
+
+    def end_minibatch(self, eps: float, started: float, loglik: float) -> Dict:
+        """The minibatch's trace line, and every u minibatches the refinement (Algorithm 2's tail)."""
         line = {"minibatch": self.minibatches, "step_size": eps, "sentences_seen": self.seen,
                 "batch_loglik": loglik}
         if self.settings.refine_every and self.minibatches % self.settings.refine_every == 0:

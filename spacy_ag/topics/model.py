@@ -88,7 +88,8 @@ class TopicLearner(OnlineLearner):
                 self.G, self.state, self.V, self.R, chars, tok_ptr, doc_ptr, docs, samples, tok_start, topics,
                 entries, logliks, pos, self.stack, result, need), len(docs))
             self.inside_calls += int(result[1])
-            line = self.end_minibatch(eps, scale, started, float(result[0]))
+            self.update_weights(eps, scale)
+            line = self.end_minibatch(eps, started, float(result[0]))
         line["documents_seen"] = self.seen
         return line
 
