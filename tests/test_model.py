@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from spacy_ag.core.online import OnlineSettings
 from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.serialize import ModelFileError, state_arrays
@@ -150,3 +151,17 @@ def test_unparseable_training_sentence_names_its_line():
 """
     with pytest.raises(ValueError, match=r"<texts>:2: this sentence has no parse"):
         AdaptorGrammar(grammar).fit(["abc", "a", "abcd"], iterations=1)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_unparseable_sentence_in_an_online_minibatch_names_its_line(batch_size):
+    """The one-call minibatch stops before counting anything and names the sentence, wherever it
+    falls in its minibatch."""
+    grammar = """
+1 1 Sentence --> Word Word
+1 0 10 Word --> Char+
+1 1 Char --> [:corpus:]
+"""
+    model = AdaptorGrammar(grammar, inference="online", online=OnlineSettings(batch_size=batch_size, passes=1))
+    with pytest.raises(ValueError, match=r"<texts>:3: this sentence has no parse"):
+        model.fit(["abc", "ab", "a", "abcd"], seed=1)
