@@ -105,6 +105,9 @@ def main() -> None:
     ap.add_argument("--parts", action="store_true", help="time each kernel in the last round")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
+    if args.parts and args.rounds < 2:
+        ap.error("--parts times the last round with wrapped kernels and leaves it out of the speed-ups: "
+                 "give --rounds 2 or more")
     corpus = read_corpus(args.data, gold=True)
     texts = ["".join(s) for s in corpus.sentences]
 
