@@ -36,19 +36,15 @@ PARALLEL_MIN_ENTRIES = 64
 
 
 def _mix(*values: int) -> int:
-    """A 64-bit seed from integers (splitmix64 steps), for per-sentence random streams."""
+    """A 64-bit seed from integers (splitmix64 steps), for per-sentence random streams
+    (`rng.stream_seeds` gives the last step for many values at once)."""
     x = 0x243F6A8885A308D3
     for v in values:
-        x = _mix_step(x, v)
+        z = ((x ^ (int(v) & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        x = z ^ (z >> 31)
     return x
-
-
-def _mix_step(x: int, v: int) -> int:
-    """One splitmix64 step of `_mix` (`rng.stream_seeds` takes it for many v at once)."""
-    z = ((x ^ (int(v) & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    return z ^ (z >> 31)
 
 
 class OnlineLearner:

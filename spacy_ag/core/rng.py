@@ -30,6 +30,25 @@ def make_rng(seed: int) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
+def splitmix64(x):
+    """The splitmix64 output for state `x` (a uint64): a well-mixed 64-bit value."""
+    z = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def seeded_rng(seed):
+    """xoshiro256** state from one 64-bit seed (splitmix64), as `make_rng` gives it, in a kernel."""
+    out = np.empty(4, np.uint64)
+    x = np.uint64(seed)
+    for i in range(4):
+        x += np.uint64(0x9E3779B97F4A7C15)
+        out[i] = splitmix64(x)
+    return out
+
+
+@njit(cache=True, inline="always")
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
@@ -80,8 +99,5 @@ def stream_seeds(x, n):
     the splitmix64 output for state (x ^ i) + the golden gamma (`online._mix(..., i)`)."""
     out = np.empty(n, np.uint64)
     for i in range(n):
-        z = (np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        out[i] = z ^ (z >> np.uint64(31))
+        out[i] = splitmix64((np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15))
     return out

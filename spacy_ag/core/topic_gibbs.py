@@ -31,10 +31,9 @@ from numba import njit, prange
 from .borrowed import borrowed
 from .grammatons import create_entry, yield_node
 from .hyper import log_gamma_pdf
-from .rng import uniform, uniform_pos
+from .rng import seeded_rng, splitmix64, uniform, uniform_pos
 from .state import room_ok
 from .topics import derivation_label, document_word_weights, lexicon_entry, relative_weights, spelling_label
-from .variational import seeded_rng, splitmix64
 
 
 @njit(cache=True)

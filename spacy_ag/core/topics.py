@@ -25,9 +25,8 @@ from numba import njit, prange
 from .borrowed import borrowed
 from .expectations import digamma
 from .grammatons import create_entry, new_table_node, yield_node
-from .rng import uniform
+from .rng import seeded_rng, uniform
 from .state import RULE, TERM, alloc_node, room_ok, trie_child
-from .variational import seeded_rng
 
 TopicRules = namedtuple(
     "TopicRules",

@@ -4,8 +4,9 @@ One minibatch is: `estep` (parallel: inside chart of every sentence under
 G', S trees drawn into flat records, the state only read), `absorb`
 (sequential: records become f, g and h counts; new subtrees join their
 grammatons), `decay` (Eqs. 9-10) and `refresh_weights` (Eqs. 11-13 and 6-8:
-the next G'); `minibatch` runs the four in one call. Every u minibatches `prune` and re-derivation (`rederive_draws`
-in parallel, then `rederive_apply`) refine the truncation. Batch variational
+the next G'); `minibatch` runs the four in one call. Every u minibatches
+`prune` and re-derivation (`rederive_draws` in parallel, then
+`rederive_apply`) refine the truncation. Batch variational
 Bayes is the same code with one minibatch of the whole corpus and step size 1.
 """
 import math
@@ -21,6 +22,7 @@ from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
     find_entry, merge_entries, new_table_node, remove_entry, same_derivation, yield_node,
 )
+from .rng import seeded_rng, splitmix64
 from .sampler import need_nodes
 from .state import (
     OPEN, RULE, TAB_HWM, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_length, yield_terms,
@@ -28,25 +30,6 @@ from .state import (
 
 NEG_INF = -np.inf
 OK, UNPARSEABLE, OVERFLOW = 0, 1, 2
-
-
-@njit(cache=True, inline="always")
-def splitmix64(x):
-    """The splitmix64 output for state `x` (a uint64): a well-mixed 64-bit value."""
-    z = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True)
-def seeded_rng(seed):
-    """xoshiro256** state from one 64-bit seed (splitmix64), as `rng.make_rng`."""
-    out = np.empty(4, np.uint64)
-    x = np.uint64(seed)
-    for i in range(4):
-        x += np.uint64(0x9E3779B97F4A7C15)
-        out[i] = splitmix64(x)
-    return out
 
 
 @njit(cache=True)
