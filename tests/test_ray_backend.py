@@ -119,16 +119,23 @@ def test_a_local_run_stopped_by_ctrl_c_resumes_on_ray(cluster, texts, reference,
     assert_same_model(got, reference)
 
 
-def test_ray_chains_stopped_by_the_callback_resume_exactly(cluster, texts, reference, tmp_path):
+def test_ray_chains_stopped_by_the_callback_resume_exactly(cluster, texts, tmp_path):
+    # The driver hears of a line and its stop reaches the workers 0.2-0.4 s later. On `texts`
+    # a sweep takes about 7 ms, so a chain could finish its 60 before the stop came; four times
+    # the text makes that 15 sweeps or so. Chain 1's worker may start late on a busy machine, so
+    # chain 0 stops the run at 30 at the latest.
+    longer = texts * 4
+    reference = AdaptorGrammar(UNIGRAM).fit(longer, workers=2, **OPTIONS)
+
     def interrupt(line):
-        if line["chain"] == 1 and line["iteration"] == 15:
+        if line["iteration"] == (15 if line["chain"] == 1 else 30):
             raise KeyboardInterrupt
 
     with pytest.raises(TrainingInterrupted) as stop:
-        AdaptorGrammar(UNIGRAM).fit(texts, backend="ray", checkpoint_dir=tmp_path, callback=interrupt, **OPTIONS)
+        AdaptorGrammar(UNIGRAM).fit(longer, backend="ray", checkpoint_dir=tmp_path, callback=interrupt, **OPTIONS)
     assert stop.value.signum == signal.SIGINT
     assert all(read_npz(tmp_path / f"chain-{c}.npz", "checkpoint")[1]["iteration"] < 60 for c in range(2))
-    got = AdaptorGrammar(UNIGRAM).fit(texts, workers=2, checkpoint_dir=tmp_path, resume=True, **OPTIONS)
+    got = AdaptorGrammar(UNIGRAM).fit(longer, workers=2, checkpoint_dir=tmp_path, resume=True, **OPTIONS)
     assert_same_model(got, reference)
 
 
