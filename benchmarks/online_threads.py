@@ -13,7 +13,9 @@ Two shared vCPUs do not always give two cores' worth: each round also times a
 loop of pure arithmetic (`numba.prange`, no memory traffic) on 1 and 2
 threads, the most the machine gave at that moment (`ceiling`). Reported:
 every time, the best and the median per thread count, and the speed-ups of
-the best and of the medians, beside the ceiling's. ``--parts`` adds the
+the best and of the medians, beside the ceiling's, and what a parallel
+launch costs right after serial work (`launch_us`: the threads have to be
+woken; each minibatch has two such launches). ``--parts`` adds the
 seconds of each kernel of the learner in the last round (wrapped timers:
 slightly slower passes).
 """
@@ -69,6 +71,35 @@ def ceiling_seconds(threads: int) -> float:
     return time.perf_counter() - started
 
 
+@njit(parallel=True, cache=True)
+def two_items(out):
+    for i in prange(2):
+        out[i] += 1.0
+
+
+@njit(cache=True)
+def serial_work(n):
+    x = 0.0
+    for i in range(n):
+        x += (i * 0.5) % 3.0
+    return x
+
+
+def launch_microseconds(threads: int, repeats: int = 300) -> float:
+    """Median time of a parallel launch of two trivial items right after ~130 us of serial work,
+    as each E-step and weight refresh follows the serial counting: what waking the threads costs."""
+    numba.set_num_threads(threads)
+    out = np.zeros(2)
+    times = []
+    for _ in range(repeats):
+        serial_work(20_000)
+        started = time.perf_counter()
+        two_items(out)
+        times.append(time.perf_counter() - started)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return statistics.median(times) * 1e6
+
+
 def model_digest(model: AdaptorGrammar) -> str:
     V = model.variational
     digest = hashlib.sha256()
@@ -122,11 +153,14 @@ def main() -> None:
     for workers in (1, 2):
         fit(workers, texts[:300])  # compiles every kernel
     ceiling_seconds(1)
+    launch_microseconds(1, 10)
     seconds, ceiling, digests, token_f, parts = defaultdict(list), defaultdict(list), {}, {}, {}
+    launch = defaultdict(list)
     for r in range(args.rounds):
         last = args.parts and r == args.rounds - 1
         for workers in ((1, 2) if r % 2 == 0 else (2, 1)):
             ceiling[workers].append(ceiling_seconds(workers))
+            launch[workers].append(launch_microseconds(workers))
             kernel_seconds = defaultdict(float)
             undo = timed_kernels(kernel_seconds) if last else None
             took, model = fit(workers, texts)
@@ -149,13 +183,15 @@ def main() -> None:
         "ceiling_seconds": ceiling,
         "ceiling_speedup_best": min(ceiling[1]) / min(ceiling[2]),
         "ceiling_per_round": [a / b for a, b in zip(ceiling[1], ceiling[2])],
+        "launch_us_median": {w: statistics.median(t) for w, t in launch.items()}, "launch_us": launch,
         "identical_models": len(digests[1] | digests[2]) == 1, "token_f": token_f,
         "parts": parts, "load_average": os.getloadavg(),
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf8")
     print(json.dumps({k: result[k] for k in ("best", "median", "speedup_best", "speedup_median",
-                                             "ceiling_speedup_best", "identical_models", "token_f")}))
+                                             "ceiling_speedup_best", "launch_us_median", "identical_models",
+                                             "token_f")}))
 
 
 if __name__ == "__main__":

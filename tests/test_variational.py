@@ -432,6 +432,17 @@ def test_each_sentence_seed_is_the_mix_of_seed_minibatch_and_position():
     assert len(set(int(x) for x in stream_seeds(np.uint64(_mix(3, 1)), 1000))) == 1000
 
 
+def test_batch_loglik_sums_the_best_tree_of_each_parsed_sentence():
+    """4.15, as the minibatch kernel and the held-out score compute it: unparsed sentences
+    (whose scores are never written) count nothing."""
+    from spacy_ag.core.variational import OK, UNPARSEABLE, batch_loglik
+
+    scores = np.array([[-3.0, -1.5, -2.0], [1e9, 1e9, 1e9], [-7.25, -9.0, -7.5]])
+    status = np.array([OK, UNPARSEABLE, OK])
+    assert batch_loglik(scores, status) == -1.5 + -7.25
+    assert batch_loglik(scores, np.full(3, UNPARSEABLE)) == 0.0
+
+
 def test_same_seed_same_result_whatever_the_number_of_threads():
     gold = generate_corpus(make_lexicon(25, alphabet="abcdefg", seed=7), 120, seed=11, collocations=6)
     settings = OnlineSettings(batch_size=10, tau=2, kappa=0.8, refine_every=3, samples=4, passes=1)

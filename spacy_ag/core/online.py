@@ -25,7 +25,7 @@ from .rng import make_rng, shuffle, stream_seeds
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
-    OK, UNPARSEABLE, absorb, decay, grammaton_sizes, longest_entry, merge_duplicates, minibatch, prune,
+    OK, UNPARSEABLE, absorb, batch_loglik, decay, grammaton_sizes, longest_entry, merge_duplicates, minibatch, prune,
     rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout, sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
@@ -159,7 +159,10 @@ class OnlineLearner:
 
     def _seeds(self, stream: int, n: int) -> np.ndarray:
         """The seeds of the n sentences' random streams in E-step number `stream`: _mix(seed, stream, i)."""
-        return stream_seeds(np.uint64(_mix(self.seed, stream)), n)
+        return stream_seeds(self._stream_key(stream), n)
+
+    def _stream_key(self, stream: int) -> np.uint64:
+        return np.uint64(_mix(self.seed, stream))
 
     @contextmanager
     def _threads(self, worth_it: bool):
@@ -214,13 +217,12 @@ class OnlineLearner:
         self._workspace(self.max_len)
         self.inside_calls += len(batch)
         if self.remote_estep is None:
-            seeds = self._seeds(self.minibatches, len(batch))
             need = np.zeros(3, np.int64)
             chunksize = numba.set_parallel_chunksize(1)  # the E-step's sentences one at a time (`estep`)
             try:
-                pos, *draws, self.record_factor = minibatch(
-                    G, self.state, self.V, words, sent_ptr, batch, seeds, s.samples, self.record_factor,
-                    self.stack, self.built, need, eps, scale, self.correction())
+                pos, loglik, *draws, self.record_factor = minibatch(
+                    G, self.state, self.V, words, sent_ptr, batch, self._stream_key(self.minibatches), s.samples,
+                    self.record_factor, self.stack, self.built, need, eps, scale, self.correction())
             finally:
                 numba.set_parallel_chunksize(chunksize)
             if pos < 0:
@@ -237,8 +239,8 @@ class OnlineLearner:
                                                 samp_len, status, 1.0 / s.samples, pos, self.stack, self.built,
                                                 need), len(batch), pos)
             self.update_weights(eps, scale)
-        ok = status == OK
-        return float(scores[ok].max(axis=1).sum())
+            loglik = batch_loglik(scores, status)
+        return float(loglik)
 
     def update_weights(self, eps: float, scale: float) -> None:
         """Decay the statistics, then the new weights of G' (Eqs. 9-13, 6-8)."""
@@ -321,9 +323,8 @@ class OnlineLearner:
             batch = np.arange(start, min(n, start + batch_size), dtype=np.int64)
             self._workspace(int((sent_ptr[batch + 1] - sent_ptr[batch]).max()))
             _, _, _, scores, status = self.sample(words, sent_ptr, batch, -1 - start)
-            ok = status == OK
-            total += float(scores[ok].max(axis=1).sum())
-            unparseable += int((~ok).sum())
+            total += batch_loglik(scores, status)
+            unparseable += int((status != OK).sum())
         return total, unparseable
 
     def shuffled(self, n: int, epoch: int) -> np.ndarray:

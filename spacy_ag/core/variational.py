@@ -22,7 +22,7 @@ from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
     find_entry, merge_entries, new_table_node, remove_entry, same_derivation, yield_node,
 )
-from .rng import seeded_rng, splitmix64
+from .rng import seeded_rng, splitmix64, stream_seeds
 from .sampler import need_nodes
 from .state import (
     OPEN, RULE, TAB_HWM, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_length, yield_terms,
@@ -99,26 +99,41 @@ def draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
 
 
 @njit(cache=True)
-def minibatch(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor, stack, built, need, eps, scale, corr):
-    """One minibatch of Algorithm 2 in one call (without the refinement): `draw_records`, then
-    `absorb` with weight 1 / samples, `decay` and `refresh_weights`. One call instead of four
-    saves their dispatch and the Python between them, a fifth of a minibatch of 5 utterances.
+def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_factor, stack, built, need, eps, scale,
+              corr):
+    """One minibatch of Algorithm 2 in one call (without the refinement): `draw_records` with the
+    sentences' seeds `stream_seeds(stream_key, len(batch))`, then `absorb` with weight 1 / samples,
+    `decay` and `refresh_weights`. One call instead of four saves their dispatch and the Python
+    between them, a fifth of a minibatch of 5 utterances; the seeds and the log likelihood are
+    made here for the same reason (about 18 us of numpy and dispatch in Python).
 
-    Returns (pos, the draws as `draw_records` gives them): pos is -1 - b if sentence batch[b] has
-    no parse (nothing counted), else how far `absorb` got; below len(batch) the pools need
-    growing (`need`), and the caller absorbs the rest, then decays and refreshes.
+    Returns (pos, `batch_loglik`, the draws as `draw_records` gives them): pos is -1 - b if
+    sentence batch[b] has no parse (nothing counted), else how far `absorb` got; below len(batch)
+    the pools need growing (`need`), and the caller absorbs the rest, then decays and refreshes.
     """
+    seeds = stream_seeds(stream_key, batch.shape[0])
     rec, rec_ptr, samp_len, scores, status, record_factor = draw_records(
         G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
     for b in range(batch.shape[0]):
         if status[b] == UNPARSEABLE:
-            return -1 - b, rec, rec_ptr, samp_len, scores, status, record_factor
+            return -1 - b, 0.0, rec, rec_ptr, samp_len, scores, status, record_factor
     pos = absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, 1.0 / samples, 0, stack, built,
                  need)
     if pos == batch.shape[0]:
         decay(S, V, eps, scale)
         refresh_weights(G, S, V, corr)
-    return pos, rec, rec_ptr, samp_len, scores, status, record_factor
+    return pos, batch_loglik(scores, status), rec, rec_ptr, samp_len, scores, status, record_factor
+
+
+@njit(cache=True)
+def batch_loglik(scores, status):
+    """A minibatch's log likelihood (4.15): per parsed sentence the best log weight among its
+    drawn trees, summed in sentence order. scores: (sentences, samples); status: (sentences,)."""
+    total = 0.0
+    for b in range(status.shape[0]):
+        if status[b] == OK:
+            total += scores[b].max()
+    return total
 
 
 @njit(cache=True, parallel=True)
