@@ -47,9 +47,9 @@ from spacy_ag.model import AdaptorGrammar  # noqa: E402
 sys.path.insert(0, str(REPO / "benchmarks"))
 from estep_workers import PAPER  # noqa: E402
 
-#: `minibatch` is the E-step, the counts and the new weights of a minibatch in one call; the others
-#: run in the refinement (and absorb, decay and refresh_weights after the pools grew)
-KERNELS = ("minibatch", "absorb", "decay", "refresh_weights", "prune", "rederive_draws", "rederive_apply")
+#: `minibatches` is the E-step, the counts and the new weights of the minibatches up to a refinement in
+#: one call; the others run in the refinement (and absorb, decay and refresh_weights after the pools grew)
+KERNELS = ("minibatches", "absorb", "decay", "refresh_weights", "prune", "rederive_draws", "rederive_apply")
 
 
 @njit(parallel=True, cache=True)

@@ -1,8 +1,10 @@
 """Variational training (modes `vb` and `online`): passes over a corpus or a stream, with checkpoints.
 
-The loop hands minibatches to `OnlineLearner.step`, reports trace lines,
+The loop hands minibatches to `OnlineLearner.step` (a stream's) or, several
+at a time up to the next that reports, refines or checkpoints, to
+`OnlineLearner.steps` (an in-memory corpus's); it reports trace lines,
 writes an atomic checkpoint every `checkpoint_every` minibatches and on
-Ctrl-C (honoured between minibatches), and resumes from it exactly: the
+Ctrl-C (honoured between those calls), and resumes from it exactly: the
 shuffling of every pass and the random stream of every sentence derive from
 the seed, the pass and the position, so a resumed run equals an
 uninterrupted one. A stream read from a file resumes the same way: the
@@ -31,6 +33,9 @@ PER_TABLE = ("ft", "lw", "rank", "f_batch")
 #: Trace lines a streamed run keeps in memory (its callback, e.g. trace.jsonl, gets every line):
 #: a stream of any length trains in the same memory.
 STREAM_TRACE_KEPT = 1000
+#: Minibatches of an in-memory corpus run in one call at most: a Ctrl-C is honoured between calls
+#: (50 minibatches of 5 utterances: about 25 ms).
+STEPS_PER_CALL = 50
 
 
 def variational_arrays(V: Variational, n_tables: int) -> Dict[str, np.ndarray]:
@@ -143,8 +148,19 @@ class VariationalRun:
             self.save_checkpoint()
         return TrainingInterrupted(self.checkpoint)
 
+    def _minibatches_until_due(self) -> int:
+        """How many minibatches may run in one call (`OnlineLearner.steps`): up to the next one that
+        refines, reports or checkpoints, and at most `STEPS_PER_CALL`, as a stop waits for the call."""
+        learner = self.learner
+        count = STEPS_PER_CALL
+        for every in (learner.settings.refine_every, self.eval_every, self.checkpoint and self.checkpoint_every):
+            if every:
+                count = min(count, every - learner.minibatches % every)
+        return count
+
     def run_corpus(self, words: np.ndarray, sent_ptr: np.ndarray, corpus_size: int) -> None:
-        """Passes over an in-memory corpus, reshuffled at every pass."""
+        """Passes over an in-memory corpus, reshuffled at every pass; the minibatches between two
+        that report, refine or checkpoint run in one call."""
         learner, B = self.learner, self.learner.settings.batch_size
         n = len(sent_ptr) - 1
         try:
@@ -152,9 +168,10 @@ class VariationalRun:
                 while self.epoch < self.passes:
                     order = learner.shuffled(n, self.epoch)
                     while self.position < n:
-                        batch = order[self.position:self.position + B]
-                        line = learner.step(words, sent_ptr, batch, corpus_size)
-                        self.position += len(batch)
+                        stop_at = min(n, self.position + B * self._minibatches_until_due())
+                        batches = [order[p:p + B] for p in range(self.position, stop_at, B)]
+                        line = learner.steps(words, sent_ptr, batches, corpus_size)
+                        self.position = stop_at
                         end = self.position >= n
                         if end:
                             self.epoch += 1

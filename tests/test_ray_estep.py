@@ -94,7 +94,7 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
 def test_the_parallel_local_estep_runs_on_two_threads_with_the_one_thread_result(texts, reference, monkeypatch):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
-    threads_seen = record_numba_threads(monkeypatch, online_module, "minibatch")
+    threads_seen = record_numba_threads(monkeypatch, online_module, "minibatches")
     monkeypatch.setattr(online_module, "PARALLEL_MIN_ENTRIES", 0)
     model = AdaptorGrammar(UNIGRAM, inference="online", online=OnlineSettings(**SETTINGS, workers=2),
                            default_a=0.0, default_b=10.0).fit(texts, seed=3)

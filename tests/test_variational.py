@@ -443,6 +443,81 @@ def test_batch_loglik_sums_the_best_tree_of_each_parsed_sentence():
     assert batch_loglik(scores, np.full(3, UNPARSEABLE)) == 0.0
 
 
+def test_minibatches_in_one_call_equal_one_call_each(colloc, monkeypatch):
+    """`steps` runs the minibatches up to each refinement in one kernel call. Pools that must grow
+    inside a call (started tiny here) and refinements inside the list change nothing: the same
+    state, statistics and counters, bit for bit, as `step` on each minibatch."""
+    from spacy_ag.core import online
+    from spacy_ag.core.rng import make_rng
+    from spacy_ag.core.state import new_state
+
+    compiled, words, ptr = colloc
+    settings = OnlineSettings(batch_size=6, tau=4, kappa=0.7, refine_every=7, samples=3)
+    G, n = compiled.arrays, len(ptr) - 1
+
+    def learner():
+        a, b = compiled.adaptor_params()
+        tiny = new_state(G.rule_parent.shape[0], G.n_nt, G.adaptor_nt.shape[0], 0, a, b, make_rng(2),
+                         node_cap=1024, tab_cap=64, trie_cap=256)
+        return OnlineLearner(compiled, settings, seed=2, state=tiny)
+
+    calls = []
+    kernel = online.minibatches
+
+    def counted(*args):
+        out = kernel(*args)
+        calls.append((out[0], len(args[6]) - 1))  # minibatches finished whole, minibatches given
+        return out
+
+    monkeypatch.setattr(online, "minibatches", counted)
+    together, apart = learner(), learner()
+    for p in range(2):
+        order = together.shuffled(n, p)
+        batches = [order[s:s + 6] for s in range(0, n, 6)]
+        line = together.steps(words, ptr, batches, n)
+        for batch in batches:
+            last = apart.step(words, ptr, batch, n)
+        assert {k: v for k, v in line.items() if k != "seconds"} == {k: v for k, v in last.items() if k != "seconds"}
+    assert any(0 < done < given for done, given in calls)  # the pools grew inside a call
+    assert any(given > 1 and done == given for done, given in calls)
+    assert same_arrays(state_arrays(together.state), state_arrays(apart.state))
+    assert same_arrays(variational_arrays(together.V, together.state.counters[TAB_HWM]),
+                       variational_arrays(apart.V, apart.state.counters[TAB_HWM]))
+    assert together.progress() == apart.progress() and together.minibatches == 2 * len(batches)
+    # a call keeps the stick order up to date as entries join: the weights are those made anew
+    weights = together.V.lw.copy(), together.V.rho.copy()
+    refresh_weights(G, together.state, together.V, together.correction())
+    assert np.array_equal(weights[0], together.V.lw) and np.array_equal(weights[1], together.V.rho)
+
+
+def test_the_stick_order_with_new_entries_is_the_order_made_anew(colloc):
+    """`with_new_entries` after entries joined (and as an edited file could have it, an old entry
+    ranked after the first new rank) equals `entries_of_all_adaptors`."""
+    from spacy_ag.core.grammatons import NEXT_RANK, entries_of_all_adaptors, with_new_entries
+
+    compiled, words, ptr = colloc
+    learner = OnlineLearner(compiled, OnlineSettings(batch_size=6, refine_every=0, samples=3), seed=4)
+    S, V, n_ad = learner.state, learner.V, compiled.arrays.adaptor_nt.shape[0]
+    learner.step(words, ptr, np.arange(12), len(ptr) - 1)
+    before_ptr = np.empty(n_ad + 1, np.int64)
+    before = entries_of_all_adaptors(S, V, n_ad, before_ptr)
+    first_rank = int(V.counters[NEXT_RANK])
+    learner.step(words, ptr, np.arange(12, 40), len(ptr) - 1)
+    S, V = learner.state, learner.V
+    assert V.counters[NEXT_RANK] > first_rank  # entries joined, of both adaptors
+    made_anew_ptr = np.empty(n_ad + 1, np.int64)
+    made_anew = entries_of_all_adaptors(S, V, n_ad, made_anew_ptr)
+    assert np.all(np.diff(made_anew_ptr) > np.diff(before_ptr))
+    kept, kept_ptr = with_new_entries(S, V, before, before_ptr, first_rank)
+    assert np.array_equal(kept, made_anew) and np.array_equal(kept_ptr, made_anew_ptr)
+    same, same_ptr = with_new_entries(S, V, made_anew, made_anew_ptr, int(V.counters[NEXT_RANK]))
+    assert same is made_anew and same_ptr is made_anew_ptr
+    V.rank[before[0]] = V.counters[NEXT_RANK] + 5  # out of turn: the order is made anew
+    kept, kept_ptr = with_new_entries(S, V, before, before_ptr, first_rank)
+    assert np.array_equal(kept, entries_of_all_adaptors(S, V, n_ad, made_anew_ptr))
+    assert np.array_equal(kept_ptr, made_anew_ptr)
+
+
 def test_same_seed_same_result_whatever_the_number_of_threads():
     gold = generate_corpus(make_lexicon(25, alphabet="abcdefg", seed=7), 120, seed=11, collocations=6)
     settings = OnlineSettings(batch_size=10, tau=2, kappa=0.8, refine_every=3, samples=4, passes=1)

@@ -209,6 +209,44 @@ def entries_of_all_adaptors(S, V, n_ad, ptr):
 
 
 @njit(cache=True)
+def with_new_entries(S, V, ordered, ptr, first_rank):
+    """The stick order `ordered` (adaptor ad's entries ordered[ptr[ad]:ptr[ad+1]], as
+    `entries_of_all_adaptors` gave them) after entries were only created, not removed: those
+    ranked first_rank or later join the end of their adaptor's, in rank order (`create_entry`
+    ranks each after all others). Returns (ordered, ptr), new arrays if any joined.
+
+    A scan for the new entries instead of a stick order made anew: 5,000 entries' placing by
+    rank took about 25 us of a minibatch of 5 utterances, all of it serial."""
+    n_new = V.counters[NEXT_RANK] - first_rank
+    if n_new == 0:
+        return ordered, ptr
+    n_ad = ptr.shape[0] - 1
+    new = np.empty(n_new, np.int64)
+    count = 0
+    for k in range(S.counters[TAB_HWM]):
+        if S.tab_state[k] == OPEN and V.rank[k] >= first_rank:
+            if count == n_new:  # an entry ranked out of turn, as only an edited model file has
+                out_ptr = np.empty(n_ad + 1, np.int64)
+                return entries_of_all_adaptors(S, V, n_ad, out_ptr), out_ptr
+            new[count] = k
+            count += 1
+    new = new[:count][np.argsort(V.rank[new[:count]])]
+    out_ptr = ptr.copy()
+    for k in new:
+        out_ptr[S.tab_adaptor[k] + 1:] += 1
+    out = np.empty(out_ptr[n_ad], np.int64)
+    cursor = np.empty(n_ad, np.int64)
+    for ad in range(n_ad):
+        out[out_ptr[ad]:out_ptr[ad] + ptr[ad + 1] - ptr[ad]] = ordered[ptr[ad]:ptr[ad + 1]]
+        cursor[ad] = out_ptr[ad] + ptr[ad + 1] - ptr[ad]
+    for k in new:
+        ad = S.tab_adaptor[k]
+        out[cursor[ad]] = k
+        cursor[ad] += 1
+    return out, out_ptr
+
+
+@njit(cache=True)
 def entries_by_rank(S, V, ad):
     """The entries of adaptor `ad` in stick order."""
     n_tab = S.counters[TAB_HWM]

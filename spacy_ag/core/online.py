@@ -1,6 +1,7 @@
 """The hybrid online learner: the Python driver around the variational kernels (docs/algorithms.md 4.11).
 
-`OnlineLearner.step` is one minibatch of Algorithm 2. Everything the learner
+`OnlineLearner.step` is one minibatch of Algorithm 2, `steps` several in a
+row (one kernel call up to each refinement). Everything the learner
 knows is in two namedtuples of arrays (the `State` holding the grammatons
 and the `Variational` statistics) plus a few counters, so it saves, resumes
 and continues like an MCMC chain. Batch variational Bayes is the same loop
@@ -11,7 +12,7 @@ from __future__ import annotations
 import resource
 import time
 from contextlib import contextmanager
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence, Tuple
 
 import numba
 import numpy as np
@@ -25,7 +26,7 @@ from .rng import make_rng, shuffle, stream_seeds
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
-    OK, UNPARSEABLE, absorb, batch_loglik, decay, grammaton_sizes, longest_entry, merge_duplicates, minibatch, prune,
+    OK, UNPARSEABLE, absorb, batch_loglik, decay, grammaton_sizes, longest_entry, merge_duplicates, minibatches, prune,
     rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout, sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
@@ -191,11 +192,29 @@ class OnlineLearner:
         batch = np.asarray(batch, dtype=np.int64)
         if not len(batch):
             return {}
+        return self.steps(words, sent_ptr, [batch], corpus_size)
+
+    def steps(self, words: np.ndarray, sent_ptr: np.ndarray, batches: Sequence[np.ndarray],
+              corpus_size: Optional[int] = None) -> Dict:
+        """Minibatches one after another (none empty), each as `step` does it; returns the trace
+        line of the last, its `seconds` those of the whole call.
+
+        Locally the minibatches up to each refinement run in one kernel call (`minibatches`):
+        the Python around one call per minibatch took about 45 us, a seventh of a minibatch of 5
+        utterances on two threads. A refinement's line is returned only if it is the last.
+        """
         started = time.perf_counter()
+        line: Dict = {}
         with self._threads(True):
-            eps, scale = self.begin_minibatch(len(batch), corpus_size)
-            loglik = self._collect(words, sent_ptr, batch, eps, scale)
-            return self.end_minibatch(eps, started, loglik)
+            j, u = 0, self.settings.refine_every
+            while j < len(batches):
+                k = len(batches) - j
+                if u:
+                    k = min(k, u - self.minibatches % u)
+                eps, loglik = self._collect(words, sent_ptr, batches[j:j + k], corpus_size)
+                j += k
+                line = self.end_minibatch(eps, started, loglik)
+        return line
 
     def begin_minibatch(self, n_items: int, corpus_size: Optional[int]):
         """Count the minibatch; return its step size and D / |B|."""
@@ -207,40 +226,70 @@ class OnlineLearner:
         D = corpus_size or s.corpus_size or self.seen
         return eps, D / n_items
 
-    def _collect(self, words, sent_ptr, batch, eps: float, scale: float) -> float:
-        """E-step, counts and the new weights of one minibatch of sentences; returns its log
-        likelihood (4.15). Here all in one kernel call (`minibatch`); with the Ray E-step, the
-        draws come from the workers and are counted here."""
+    def _collect(self, words, sent_ptr, batches, corpus_size) -> Tuple[float, float]:
+        """E-step, counts and new weights of consecutive minibatches with no refinement among
+        them; returns the last one's step size and log likelihood (4.15). Here in one kernel call
+        (`minibatches`) unless the pools must grow; with the Ray E-step, one at a time, the draws
+        coming from the workers and being counted here."""
+        if self.remote_estep is not None:
+            for batch in batches:
+                eps, loglik = self._collect_remote(words, sent_ptr, batch, corpus_size)
+            return eps, loglik
         s, G = self.settings, self.G
-        max_len = int((sent_ptr[batch + 1] - sent_ptr[batch]).max())
-        self.max_len = max(self.max_len, max_len)
-        self._workspace(self.max_len)
-        self.inside_calls += len(batch)
-        if self.remote_estep is None:
+        done = 0
+        while True:
+            rest = batches[done:]
+            n = len(rest)
+            items = np.concatenate(rest).astype(np.int64, copy=False)
+            batch_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum([len(b) for b in rest], out=batch_ptr[1:])
+            self.max_len = max(self.max_len, int((sent_ptr[items + 1] - sent_ptr[items]).max()))
+            self._workspace(self.max_len)
+            eps, scale, corr, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.uint64)
+            counters = []  # after each minibatch began: to undo the later ones if the call stops early
+            for j, batch in enumerate(rest):
+                eps[j], scale[j] = self.begin_minibatch(len(batch), corpus_size)
+                self.inside_calls += len(batch)
+                keys[j], corr[j] = self._stream_key(self.minibatches), self.correction()
+                counters.append(self.progress())
             need = np.zeros(3, np.int64)
             chunksize = numba.set_parallel_chunksize(1)  # the E-step's sentences one at a time (`estep`)
             try:
-                pos, loglik, *draws, self.record_factor = minibatch(
-                    G, self.state, self.V, words, sent_ptr, batch, self._stream_key(self.minibatches), s.samples,
-                    self.record_factor, self.stack, self.built, need, eps, scale, self.correction())
+                n_done, pos, logliks, rec, rec_ptr, samp_len, scores, status, self.record_factor = minibatches(
+                    G, self.state, self.V, words, sent_ptr, items, batch_ptr, keys, s.samples, self.record_factor,
+                    self.stack, self.built, need, eps, scale, corr)
             finally:
                 numba.set_parallel_chunksize(chunksize)
+            if n_done == n:
+                return float(eps[-1]), float(logliks[-1])
+            for name, value in counters[n_done].items():  # it stopped inside minibatch n_done
+                setattr(self, name, value)
+            batch = rest[n_done]
             if pos < 0:
                 raise UnparseableSentence(int(batch[-1 - pos]))
-            rec, rec_ptr, samp_len, scores, status = draws
-        else:
-            pos = 0
-            rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
-            bad = np.nonzero(status == UNPARSEABLE)[0]
-            if len(bad):
-                raise UnparseableSentence(int(batch[bad[0]]))
-        if pos < len(batch):  # the pools had to grow, or the draws came from elsewhere
             self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr,
                                                 samp_len, status, 1.0 / s.samples, pos, self.stack, self.built,
                                                 need), len(batch), pos)
-            self.update_weights(eps, scale)
-            loglik = batch_loglik(scores, status)
-        return float(loglik)
+            self.update_weights(float(eps[n_done]), float(scale[n_done]))
+            done += n_done + 1
+            if done == len(batches):
+                return float(eps[n_done]), float(batch_loglik(scores, status))
+
+    def _collect_remote(self, words, sent_ptr, batch, corpus_size) -> Tuple[float, float]:
+        """One minibatch whose trees the Ray workers draw; returns its step size and log likelihood."""
+        s, G = self.settings, self.G
+        eps, scale = self.begin_minibatch(len(batch), corpus_size)
+        self.max_len = max(self.max_len, int((sent_ptr[batch + 1] - sent_ptr[batch]).max()))
+        self._workspace(self.max_len)
+        self.inside_calls += len(batch)
+        rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
+        bad = np.nonzero(status == UNPARSEABLE)[0]
+        if len(bad):
+            raise UnparseableSentence(int(batch[bad[0]]))
+        self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len,
+                                            status, 1.0 / s.samples, pos, self.stack, self.built, need), len(batch))
+        self.update_weights(eps, scale)
+        return eps, float(batch_loglik(scores, status))
 
     def update_weights(self, eps: float, scale: float) -> None:
         """Decay the statistics, then the new weights of G' (Eqs. 9-13, 6-8)."""

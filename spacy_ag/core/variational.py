@@ -4,7 +4,8 @@ One minibatch is: `estep` (parallel: inside chart of every sentence under
 G', S trees drawn into flat records, the state only read), `absorb`
 (sequential: records become f, g and h counts; new subtrees join their
 grammatons), `decay` (Eqs. 9-10) and `refresh_weights` (Eqs. 11-13 and 6-8:
-the next G'); `minibatch` runs the four in one call. Every u minibatches
+the next G'); `minibatch` runs the four in one call, `minibatches` several
+minibatches in a row. Every u minibatches
 `prune` and re-derivation (`rederive_draws` in parallel, then
 `rederive_apply`) refine the truncation. Batch variational
 Bayes is the same code with one minibatch of the whole corpus and step size 1.
@@ -20,7 +21,7 @@ from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, s
 from .expectations import expected_log_theta, stick_terms
 from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
-    find_entry, merge_entries, new_table_node, remove_entry, same_derivation, yield_node,
+    find_entry, merge_entries, new_table_node, remove_entry, same_derivation, with_new_entries, yield_node,
 )
 from .rng import seeded_rng, splitmix64, stream_seeds
 from .sampler import need_nodes
@@ -100,29 +101,60 @@ def draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
 
 @njit(cache=True)
 def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_factor, stack, built, need, eps, scale,
-              corr):
+              corr, ordered, ptr):
     """One minibatch of Algorithm 2 in one call (without the refinement): `draw_records` with the
     sentences' seeds `stream_seeds(stream_key, len(batch))`, then `absorb` with weight 1 / samples,
     `decay` and `refresh_weights`. One call instead of four saves their dispatch and the Python
     between them, a fifth of a minibatch of 5 utterances; the seeds and the log likelihood are
-    made here for the same reason (about 18 us of numpy and dispatch in Python).
+    made here for the same reason (about 18 us of numpy and dispatch in Python). `ordered`, `ptr`:
+    the stick order of the entries before (as `entries_of_all_adaptors` gives it).
 
-    Returns (pos, `batch_loglik`, the draws as `draw_records` gives them): pos is -1 - b if
-    sentence batch[b] has no parse (nothing counted), else how far `absorb` got; below len(batch)
-    the pools need growing (`need`), and the caller absorbs the rest, then decays and refreshes.
+    Returns (pos, `batch_loglik`, the draws as `draw_records` gives them, the stick order after):
+    pos is -1 - b if sentence batch[b] has no parse (nothing counted), else how far `absorb` got;
+    below len(batch) the pools need growing (`need`), and the caller absorbs the rest, then
+    decays and refreshes.
     """
     seeds = stream_seeds(stream_key, batch.shape[0])
     rec, rec_ptr, samp_len, scores, status, record_factor = draw_records(
         G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
     for b in range(batch.shape[0]):
         if status[b] == UNPARSEABLE:
-            return -1 - b, 0.0, rec, rec_ptr, samp_len, scores, status, record_factor
+            return -1 - b, 0.0, rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr
+    first_rank = V.counters[NEXT_RANK]
     pos = absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, 1.0 / samples, 0, stack, built,
                  need)
     if pos == batch.shape[0]:
         decay(S, V, eps, scale)
-        refresh_weights(G, S, V, corr)
-    return pos, batch_loglik(scores, status), rec, rec_ptr, samp_len, scores, status, record_factor
+        ordered, ptr = with_new_entries(S, V, ordered, ptr, first_rank)  # absorbing only adds entries
+        refresh_weights_in_order(G, S, V, corr, ordered, ptr)
+    return pos, batch_loglik(scores, status), rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr
+
+
+@njit(cache=True)
+def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, stream_keys, samples, record_factor, stack, built, need,
+                eps, scale, corr):
+    """Consecutive minibatches in one call, minibatch j being items[batch_ptr[j]:batch_ptr[j+1]] done
+    as `minibatch` does it with stream_keys[j], eps[j], scale[j] and corr[j]; at least one.
+
+    Returns (done, pos, logliks, the draws and record factor as `minibatch` gives them): done is
+    how many minibatches were finished whole; below their number, minibatch `done` stopped as
+    `minibatch` stops (pos < 0: no parse; else the pools need growing) and the draws are its own.
+    """
+    n = batch_ptr.shape[0] - 1
+    logliks = np.zeros(n)
+    ptr = np.empty(G.adaptor_nt.shape[0] + 1, np.int64)
+    ordered = entries_of_all_adaptors(S, V, G.adaptor_nt.shape[0], ptr)  # then kept up to date
+    j = 0
+    while True:
+        batch = items[batch_ptr[j]:batch_ptr[j + 1]]
+        pos, logliks[j], rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr = minibatch(
+            G, S, V, words, sent_ptr, batch, stream_keys[j], samples, record_factor, stack, built, need, eps[j],
+            scale[j], corr[j], ordered, ptr)
+        if pos != batch.shape[0]:
+            return j, pos, logliks, rec, rec_ptr, samp_len, scores, status, record_factor
+        j += 1
+        if j == n:
+            return n, pos, logliks, rec, rec_ptr, samp_len, scores, status, record_factor
 
 
 @njit(cache=True)
@@ -283,6 +315,13 @@ def refresh_weights(G, S, V, corr):
 
     `corr` multiplies the decayed statistics (1 without bias correction).
     """
+    ptr = np.empty(G.adaptor_nt.shape[0] + 1, np.int64)
+    refresh_weights_in_order(G, S, V, corr, entries_of_all_adaptors(S, V, G.adaptor_nt.shape[0], ptr), ptr)
+
+
+@njit(cache=True)
+def refresh_weights_in_order(G, S, V, corr, ordered, ptr):
+    """`refresh_weights` given the stick order of the entries (as `entries_of_all_adaptors`)."""
     G, S, V = borrowed((G, S, V))
     n_rules = V.gamma.shape[0]
     for r in range(n_rules):
@@ -290,8 +329,6 @@ def refresh_weights(G, S, V, corr):
     elog_theta = np.empty(n_rules)
     expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog_theta)
     n_ad = G.adaptor_nt.shape[0]
-    ptr = np.empty(n_ad + 1, np.int64)
-    ordered = entries_of_all_adaptors(S, V, n_ad, ptr)
     m = ordered.shape[0]
     nu1, nu2 = np.empty(m), np.empty(m)
     for ad in range(n_ad):
