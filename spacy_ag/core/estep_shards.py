@@ -13,6 +13,7 @@ counts its own.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 import numba
@@ -49,12 +50,20 @@ class Draws(NamedTuple):
 def draw_trees(G, S, V, words, sent_ptr, batch, seeds, samples: int, record_factor: int) -> Tuple[Draws, int]:
     """`samples` trees for each sentence of `batch`; returns the draws and the record factor that
     sufficed (`draw_records`)."""
-    chunksize = numba.set_parallel_chunksize(1)  # per sentence, not per thread (see `estep`)
-    try:
+    with sentence_at_a_time():
         *draws, record_factor = draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
+    return Draws(*draws), record_factor
+
+
+@contextmanager
+def sentence_at_a_time():
+    """numba's parallel chunk size at 1 inside the block: each thread takes the E-step's next sentence
+    when done, not a fixed share of them (see `estep`)."""
+    chunksize = numba.set_parallel_chunksize(1)
+    try:
+        yield
     finally:
         numba.set_parallel_chunksize(chunksize)
-    return Draws(*draws), record_factor
 
 
 def compact(draws: Draws) -> Draws:

@@ -20,7 +20,7 @@ import numpy as np
 from ..settings import OnlineSettings
 from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
-from .estep_shards import draw_trees
+from .estep_shards import draw_trees, sentence_at_a_time
 from .grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
 from .rng import make_rng, shuffle, stream_seeds
 from .sampler import need_nodes
@@ -253,13 +253,10 @@ class OnlineLearner:
                 keys[j], corr[j] = self._stream_key(self.minibatches), self.correction()
                 counters.append(self.progress())
             need = np.zeros(3, np.int64)
-            chunksize = numba.set_parallel_chunksize(1)  # the E-step's sentences one at a time (`estep`)
-            try:
+            with sentence_at_a_time():
                 n_done, pos, logliks, rec, rec_ptr, samp_len, scores, status, self.record_factor = minibatches(
                     G, self.state, self.V, words, sent_ptr, items, batch_ptr, keys, s.samples, self.record_factor,
                     self.stack, self.built, need, eps, scale, corr)
-            finally:
-                numba.set_parallel_chunksize(chunksize)
             if n_done == n:
                 return float(eps[-1]), float(logliks[-1])
             for name, value in counters[n_done].items():  # it stopped inside minibatch n_done
