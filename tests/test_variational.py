@@ -491,9 +491,11 @@ def test_minibatches_in_one_call_equal_one_call_each(colloc, monkeypatch):
 
 
 def test_the_stick_order_with_new_entries_is_the_order_made_anew(colloc):
-    """`with_new_entries` after entries joined (and as an edited file could have it, an old entry
-    ranked after the first new rank) equals `entries_of_all_adaptors`."""
+    """`with_new_entries` after entries joined equals `entries_of_all_adaptors`; given tables
+    that are not the new entries in rank order (one missing, out of order, an old entry among
+    them), it makes the order anew."""
     from spacy_ag.core.grammatons import NEXT_RANK, entries_of_all_adaptors, with_new_entries
+    from spacy_ag.core.state import TAB_FREE, tables_taken_since
 
     compiled, words, ptr = colloc
     learner = OnlineLearner(compiled, OnlineSettings(batch_size=6, refine_every=0, samples=3), seed=4)
@@ -502,20 +504,41 @@ def test_the_stick_order_with_new_entries_is_the_order_made_anew(colloc):
     before_ptr = np.empty(n_ad + 1, np.int64)
     before = entries_of_all_adaptors(S, V, n_ad, before_ptr)
     first_rank = int(V.counters[NEXT_RANK])
+    counters = int(S.counters[TAB_FREE]), int(S.counters[TAB_HWM])
     learner.step(words, ptr, np.arange(12, 40), len(ptr) - 1)
     S, V = learner.state, learner.V
     assert V.counters[NEXT_RANK] > first_rank  # entries joined, of both adaptors
     made_anew_ptr = np.empty(n_ad + 1, np.int64)
     made_anew = entries_of_all_adaptors(S, V, n_ad, made_anew_ptr)
     assert np.all(np.diff(made_anew_ptr) > np.diff(before_ptr))
-    kept, kept_ptr = with_new_entries(S, V, before, before_ptr, first_rank)
+    joined = tables_taken_since(S, *counters)
+    assert len(joined) == V.counters[NEXT_RANK] - first_rank
+    kept, kept_ptr = with_new_entries(S, V, before, before_ptr, first_rank, joined)
     assert np.array_equal(kept, made_anew) and np.array_equal(kept_ptr, made_anew_ptr)
-    same, same_ptr = with_new_entries(S, V, made_anew, made_anew_ptr, int(V.counters[NEXT_RANK]))
+    swapped = before.copy()  # the order given is kept, not made anew
+    swapped[[0, 1]] = swapped[[1, 0]]
+    kept, _ = with_new_entries(S, V, swapped, before_ptr, first_rank, joined)
+    assert kept[0] == made_anew[1] and kept[1] == made_anew[0] and np.array_equal(kept[2:], made_anew[2:])
+    same, same_ptr = with_new_entries(S, V, made_anew, made_anew_ptr, int(V.counters[NEXT_RANK]), joined[:0])
     assert same is made_anew and same_ptr is made_anew_ptr
-    V.rank[before[0]] = V.counters[NEXT_RANK] + 5  # out of turn: the order is made anew
-    kept, kept_ptr = with_new_entries(S, V, before, before_ptr, first_rank)
-    assert np.array_equal(kept, entries_of_all_adaptors(S, V, n_ad, made_anew_ptr))
-    assert np.array_equal(kept_ptr, made_anew_ptr)
+    sentinel = before[:1], np.array([0, 1] + [1] * (n_ad - 1), np.int64)  # would be kept if trusted
+    for wrong in (joined[1:], joined[::-1], np.concatenate([joined[:-1], before[:1]])):
+        anew, anew_ptr = with_new_entries(S, V, *sentinel, first_rank, wrong)
+        assert np.array_equal(anew, made_anew) and np.array_equal(anew_ptr, made_anew_ptr)
+
+
+def test_tables_taken_since_lists_reused_then_fresh_tables_in_the_order_taken():
+    from spacy_ag.core.rng import make_rng
+    from spacy_ag.core.state import TAB_FREE, alloc_table, free_table, new_state, tables_taken_since
+
+    S = new_state(3, 2, 1, 1, np.zeros(1), np.ones(1), make_rng(0), tab_cap=16)
+    first = [alloc_table(S) for _ in range(5)]
+    free_table(S, first[1])
+    free_table(S, first[3])
+    counters = int(S.counters[TAB_FREE]), int(S.counters[TAB_HWM])
+    taken = [alloc_table(S) for _ in range(4)]
+    assert taken == [first[3], first[1], 5, 6]
+    assert tables_taken_since(S, *counters).tolist() == taken
 
 
 def test_same_seed_same_result_whatever_the_number_of_threads():

@@ -208,6 +208,22 @@ def alloc_table(S):
 
 
 @njit(cache=True)
+def tables_taken_since(S, free_before, hwm_before):
+    """The tables `alloc_table` handed out since the counters TAB_FREE and TAB_HWM were
+    free_before and hwm_before, in the order it handed them out: the top of the free list first,
+    then fresh ones. Exact only if no table was freed in between (callers check what they get)."""
+    c = S.counters
+    n_reused = max(free_before - c[TAB_FREE], 0)
+    n_fresh = max(c[TAB_HWM] - hwm_before, 0)
+    out = np.empty(n_reused + n_fresh, np.int64)
+    for i in range(n_reused):
+        out[i] = S.tab_free[free_before - 1 - i]
+    for i in range(n_fresh):
+        out[n_reused + i] = hwm_before + i
+    return out
+
+
+@njit(cache=True)
 def free_table(S, k):
     c = S.counters
     S.tab_state[k] = FREE

@@ -26,7 +26,8 @@ from .grammatons import (
 from .rng import seeded_rng, splitmix64, stream_seeds
 from .sampler import need_nodes
 from .state import (
-    OPEN, RULE, TAB_HWM, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_length, yield_terms,
+    OPEN, RULE, TAB_FREE, TAB_HWM, TABLE, TERM, alloc_node, link_built_children, room_ok, tables_taken_since,
+    yield_length, yield_terms,
 )
 
 NEG_INF = -np.inf
@@ -120,12 +121,13 @@ def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_facto
     for b in range(batch.shape[0]):
         if status[b] == UNPARSEABLE:
             return -1 - b, 0.0, rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr
-    first_rank = V.counters[NEXT_RANK]
+    first_rank, free_before, hwm_before = V.counters[NEXT_RANK], S.counters[TAB_FREE], S.counters[TAB_HWM]
     pos = absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, 1.0 / samples, 0, stack, built,
                  need)
     if pos == batch.shape[0]:
         decay(S, V, eps, scale)
-        ordered, ptr = with_new_entries(S, V, ordered, ptr, first_rank)  # absorbing only adds entries
+        joined = tables_taken_since(S, free_before, hwm_before)  # absorbing only adds entries
+        ordered, ptr = with_new_entries(S, V, ordered, ptr, first_rank, joined)
         refresh_weights_in_order(G, S, V, corr, ordered, ptr)
     return pos, batch_loglik(scores, status), rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr
 
@@ -288,15 +290,14 @@ def decay(S, V, eps, scale):
 def stick_parameters(S, V, ad, corr):
     """The entries of `ad` in stick order with their nu1, nu2 (Eqs. 12-13)."""
     entries = entries_by_rank(S, V, ad)
-    nu1, nu2 = stick_nus(S, V, ad, entries, corr)
+    nu1, nu2 = np.empty(entries.shape[0]), np.empty(entries.shape[0])
+    stick_nus(S, V, ad, entries, corr, nu1, nu2)
     return entries, nu1, nu2
 
 
 @njit(cache=True)
-def stick_nus(S, V, ad, entries, corr):
-    """nu1, nu2 (Eqs. 12-13) of the entries of `ad`, given in stick order."""
-    nu1 = np.empty(entries.shape[0])
-    nu2 = np.empty(entries.shape[0])
+def stick_nus(S, V, ad, entries, corr, nu1, nu2):
+    """nu1, nu2 (Eqs. 12-13) of the entries of `ad`, given in stick order: (len(entries),) each."""
     a = S.ad_a[ad]
     b = S.ad_b[ad]
     tail = 0.0
@@ -306,7 +307,6 @@ def stick_nus(S, V, ad, entries, corr):
         nu1[p] = 1.0 - a + F
         nu2[p] = b + (p + 1) * a + tail
         tail += F
-    return nu1, nu2
 
 
 @njit(cache=True)
@@ -332,7 +332,8 @@ def refresh_weights_in_order(G, S, V, corr, ordered, ptr):
     m = ordered.shape[0]
     nu1, nu2 = np.empty(m), np.empty(m)
     for ad in range(n_ad):
-        nu1[ptr[ad]:ptr[ad + 1]], nu2[ptr[ad]:ptr[ad + 1]] = stick_nus(S, V, ad, ordered[ptr[ad]:ptr[ad + 1]], corr)
+        a, b = ptr[ad], ptr[ad + 1]
+        stick_nus(S, V, ad, ordered[a:b], corr, nu1[a:b], nu2[a:b])
     log_pi, log_rest = np.empty(m), np.empty(m)
     stick_terms(nu1, nu2, log_pi, log_rest)  # every adaptor's digammas in one parallel launch
     for ad in range(n_ad):
@@ -360,8 +361,10 @@ def prune(G, S, V, eps, truncation, stack):
     """
     G, S, V = borrowed((G, S, V))
     removed = 0
-    for ad in G.adaptor_order:
-        entries = entries_by_rank(S, V, ad)
+    ptr = np.empty(G.adaptor_nt.shape[0] + 1, np.int64)
+    ordered = entries_of_all_adaptors(S, V, G.adaptor_nt.shape[0], ptr)  # pruning one adaptor changes
+    for ad in G.adaptor_order:                                           # no other one's entries or ranks
+        entries = ordered[ptr[ad]:ptr[ad + 1]]
         m = entries.shape[0]
         score = np.empty(m)
         for p in range(m):
