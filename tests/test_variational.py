@@ -424,11 +424,12 @@ def test_each_sentence_seed_is_the_mix_of_seed_minibatch_and_position():
     """The E-step's per-sentence streams (drawn in one kernel) are _mix(seed, stream, i), whatever
     the sign or size of the stream number (held-out batches count down from -1)."""
     from spacy_ag.core.online import _mix
-    from spacy_ag.core.rng import stream_seeds
+    from spacy_ag.core.rng import stream_seed, stream_seeds
 
     for seed, stream in ((3, 1), (2 ** 64 - 1, 2 ** 40), (0, -1), (12345, -7)):
         got = stream_seeds(np.uint64(_mix(seed, stream)), 9)
         assert got.dtype == np.uint64 and [int(x) for x in got] == [_mix(seed, stream, i) for i in range(9)]
+        assert int(stream_seed(np.uint64(_mix(seed)), stream)) == _mix(seed, stream)  # the kernel's stream keys
     assert len(set(int(x) for x in stream_seeds(np.uint64(_mix(3, 1)), 1000))) == 1000
 
 

@@ -22,7 +22,7 @@ from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
 from .estep_shards import draw_trees, sentence_at_a_time
 from .grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
-from .rng import make_rng, shuffle, stream_seeds
+from .rng import make_rng, shuffle, stream_seed, stream_seeds
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
@@ -160,10 +160,11 @@ class OnlineLearner:
 
     def _seeds(self, stream: int, n: int) -> np.ndarray:
         """The seeds of the n sentences' random streams in E-step number `stream`: _mix(seed, stream, i)."""
-        return stream_seeds(self._stream_key(stream), n)
+        return stream_seeds(np.uint64(stream_seed(self._stream_key(), stream)), n)
 
-    def _stream_key(self, stream: int) -> np.uint64:
-        return np.uint64(_mix(self.seed, stream))
+    def _stream_key(self) -> np.uint64:
+        """The key of the E-steps' stream keys (`stream_seed(key, stream)` = _mix(seed, stream))."""
+        return np.uint64(_mix(self.seed))
 
     @contextmanager
     def _threads(self, worth_it: bool):
@@ -226,6 +227,17 @@ class OnlineLearner:
         D = corpus_size or s.corpus_size or self.seen
         return eps, D / n_items
 
+    def _begin_minibatches(self, batches, corpus_size) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`begin_minibatch` of each, as the E-step of each counts: their step sizes, D / |B| and
+        corrections."""
+        n = len(batches)
+        eps, scale, corr = np.empty(n), np.empty(n), np.empty(n)
+        for j, batch in enumerate(batches):
+            eps[j], scale[j] = self.begin_minibatch(len(batch), corpus_size)
+            self.inside_calls += len(batch)
+            corr[j] = self.correction()
+        return eps, scale, corr
+
     def _collect(self, words, sent_ptr, batches, corpus_size) -> Tuple[float, float]:
         """E-step, counts and new weights of consecutive minibatches with no refinement among
         them; returns the last one's step size and log likelihood (4.15). Here in one kernel call
@@ -245,22 +257,19 @@ class OnlineLearner:
             np.cumsum([len(b) for b in rest], out=batch_ptr[1:])
             self.max_len = max(self.max_len, int((sent_ptr[items + 1] - sent_ptr[items]).max()))
             self._workspace(self.max_len)
-            eps, scale, corr, keys = np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.uint64)
-            counters = []  # after each minibatch began: to undo the later ones if the call stops early
-            for j, batch in enumerate(rest):
-                eps[j], scale[j] = self.begin_minibatch(len(batch), corpus_size)
-                self.inside_calls += len(batch)
-                keys[j], corr[j] = self._stream_key(self.minibatches), self.correction()
-                counters.append(self.progress())
+            before = self.progress()  # to undo the minibatches after the one a call stops in
+            eps, scale, corr = self._begin_minibatches(rest, corpus_size)
+            first_stream = before["minibatches"] + 1
             need = np.zeros(3, np.int64)
             with sentence_at_a_time():
                 n_done, pos, logliks, rec, rec_ptr, samp_len, scores, status, self.record_factor = minibatches(
-                    G, self.state, self.V, words, sent_ptr, items, batch_ptr, keys, s.samples, self.record_factor,
-                    self.stack, self.built, need, eps, scale, corr)
+                    G, self.state, self.V, words, sent_ptr, items, batch_ptr, self._stream_key(), first_stream,
+                    s.samples, self.record_factor, self.stack, self.built, need, eps, scale, corr)
             if n_done == n:
                 return float(eps[-1]), float(logliks[-1])
-            for name, value in counters[n_done].items():  # it stopped inside minibatch n_done
+            for name, value in before.items():  # it stopped inside minibatch n_done
                 setattr(self, name, value)
+            self._begin_minibatches(rest[:n_done + 1], corpus_size)
             batch = rest[n_done]
             if pos < 0:
                 raise UnparseableSentence(int(batch[-1 - pos]))

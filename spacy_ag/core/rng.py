@@ -94,10 +94,16 @@ def shuffle(s, arr):
 
 
 @njit(cache=True)
+def stream_seed(x, i):
+    """The seed of item i's random stream under the 64-bit key `x`: the splitmix64 output for
+    state (x ^ i) + the golden gamma (`online._mix(..., i)`)."""
+    return splitmix64((np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15))
+
+
+@njit(cache=True)
 def stream_seeds(x, n):
-    """(n,) uint64: the seeds of n per-item random streams under one 64-bit key `x`, item i's
-    the splitmix64 output for state (x ^ i) + the golden gamma (`online._mix(..., i)`)."""
+    """(n,) uint64: `stream_seed(x, i)` for i < n."""
     out = np.empty(n, np.uint64)
     for i in range(n):
-        out[i] = splitmix64((np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15))
+        out[i] = stream_seed(x, i)
     return out

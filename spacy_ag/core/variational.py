@@ -23,7 +23,7 @@ from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
     find_entry, merge_entries, new_table_node, remove_entry, same_derivation, with_new_entries, yield_node,
 )
-from .rng import seeded_rng, splitmix64, stream_seeds
+from .rng import seeded_rng, splitmix64, stream_seed, stream_seeds
 from .sampler import need_nodes
 from .state import (
     OPEN, RULE, TAB_FREE, TAB_HWM, TABLE, TERM, alloc_node, link_built_children, room_ok, tables_taken_since,
@@ -133,10 +133,11 @@ def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_facto
 
 
 @njit(cache=True)
-def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, stream_keys, samples, record_factor, stack, built, need,
-                eps, scale, corr):
+def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, seed_key, first_stream, samples, record_factor, stack,
+                built, need, eps, scale, corr):
     """Consecutive minibatches in one call, minibatch j being items[batch_ptr[j]:batch_ptr[j+1]] done
-    as `minibatch` does it with stream_keys[j], eps[j], scale[j] and corr[j]; at least one.
+    as `minibatch` does it with eps[j], scale[j], corr[j] and the stream key of E-step number
+    first_stream + j under the learner's `seed_key` (`stream_seed`); at least one.
 
     Returns (done, pos, logliks, the draws and record factor as `minibatch` gives them): done is
     how many minibatches were finished whole; below their number, minibatch `done` stopped as
@@ -150,8 +151,8 @@ def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, stream_keys, samples
     while True:
         batch = items[batch_ptr[j]:batch_ptr[j + 1]]
         pos, logliks[j], rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr = minibatch(
-            G, S, V, words, sent_ptr, batch, stream_keys[j], samples, record_factor, stack, built, need, eps[j],
-            scale[j], corr[j], ordered, ptr)
+            G, S, V, words, sent_ptr, batch, stream_seed(seed_key, first_stream + j), samples, record_factor, stack,
+            built, need, eps[j], scale[j], corr[j], ordered, ptr)
         if pos != batch.shape[0]:
             return j, pos, logliks, rec, rec_ptr, samp_len, scores, status, record_factor
         j += 1
