@@ -132,6 +132,11 @@ class OnlineLearner:
         self.built = np.empty(per_tree, np.int32)
         self.terms = np.empty(self._work_len + 1, np.int32)
 
+    def _room_for(self, sent_ptr: np.ndarray, items: np.ndarray) -> None:
+        """A workspace for the longest of these sentences and of all seen before (and the entries)."""
+        self.max_len = max(self.max_len, int((sent_ptr[items + 1] - sent_ptr[items]).max()))
+        self._workspace(self.max_len)
+
     def drive(self, kernel, n_items: int, pos: int = 0) -> None:
         """Call `kernel(pos, need)` until it has covered n_items; when it stops early, grow the pools
         by exactly what its room check wrote to `need` (nodes, tables, trie nodes) and call again."""
@@ -160,10 +165,11 @@ class OnlineLearner:
 
     def _seeds(self, stream: int, n: int) -> np.ndarray:
         """The seeds of the n sentences' random streams in E-step number `stream`: _mix(seed, stream, i)."""
-        return stream_seeds(np.uint64(stream_seed(self._stream_key(), stream)), n)
+        return stream_seeds(np.uint64(stream_seed(self._seed_key(), stream)), n)
 
-    def _stream_key(self) -> np.uint64:
-        """The key of the E-steps' stream keys (`stream_seed(key, stream)` = _mix(seed, stream))."""
+    def _seed_key(self) -> np.uint64:
+        """_mix(seed): E-step number `stream`'s key is `stream_seed(_seed_key(), stream)`, which is
+        _mix(seed, stream), made here and in the `minibatches` kernel alike."""
         return np.uint64(_mix(self.seed))
 
     @contextmanager
@@ -255,15 +261,14 @@ class OnlineLearner:
             items = np.concatenate(rest).astype(np.int64, copy=False)
             batch_ptr = np.zeros(n + 1, np.int64)
             np.cumsum([len(b) for b in rest], out=batch_ptr[1:])
-            self.max_len = max(self.max_len, int((sent_ptr[items + 1] - sent_ptr[items]).max()))
-            self._workspace(self.max_len)
+            self._room_for(sent_ptr, items)
             before = self.progress()  # to undo the minibatches after the one a call stops in
             eps, scale, corr = self._begin_minibatches(rest, corpus_size)
             first_stream = before["minibatches"] + 1
             need = np.zeros(3, np.int64)
             with sentence_at_a_time():
                 n_done, pos, logliks, rec, rec_ptr, samp_len, scores, status, self.record_factor = minibatches(
-                    G, self.state, self.V, words, sent_ptr, items, batch_ptr, self._stream_key(), first_stream,
+                    G, self.state, self.V, words, sent_ptr, items, batch_ptr, self._seed_key(), first_stream,
                     s.samples, self.record_factor, self.stack, self.built, need, eps, scale, corr)
             if n_done == n:
                 return float(eps[-1]), float(logliks[-1])
@@ -284,9 +289,8 @@ class OnlineLearner:
     def _collect_remote(self, words, sent_ptr, batch, corpus_size) -> Tuple[float, float]:
         """One minibatch whose trees the Ray workers draw; returns its step size and log likelihood."""
         s, G = self.settings, self.G
+        self._room_for(sent_ptr, batch)
         eps, scale = self.begin_minibatch(len(batch), corpus_size)
-        self.max_len = max(self.max_len, int((sent_ptr[batch + 1] - sent_ptr[batch]).max()))
-        self._workspace(self.max_len)
         self.inside_calls += len(batch)
         rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
         bad = np.nonzero(status == UNPARSEABLE)[0]
