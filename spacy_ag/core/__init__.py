@@ -68,6 +68,27 @@ def load_pip_tbb() -> bool:
     return False
 
 
+def start_threads() -> None:
+    """Start numba's threading layer now, before any cached kernel of this package runs.
+
+    A cached kernel that calls a parallel one (refresh_weights calls the
+    digammas' stick_terms, estep its sentence loop), compiled in a process
+    that had loaded that parallel kernel from the cache, does not start the
+    threads when it is itself loaded from the cache: its first parallel launch
+    then crashes the process (numba#8578). A user meets that order by
+    running one command, then another that compiles more kernels, then the
+    second again. Started here, the threads are running before any kernel.
+    A layer that cannot load is left to say so at the first parallel kernel,
+    as it would have.
+    """
+    import numba
+
+    try:
+        numba.get_num_threads()  # starts the layer (numba's own reload hook for cached parfors does this)
+    except ValueError:
+        pass
+
+
 def clear_stale_kernel_cache(folder: Path, cache: Optional[Path] = None) -> bool:
     """Drop numba's cached kernels of `folder` when any of its sources changed.
 
@@ -190,3 +211,4 @@ KERNEL_CACHE = choose_kernel_cache(Path(__file__).parent)  # where numba keeps o
 if KERNEL_CACHE is not None:
     clear_stale_kernel_cache(Path(__file__).parent, KERNEL_CACHE)
 prefer_fork_safe_threading()
+start_threads()
