@@ -48,22 +48,23 @@ def test_expected_log_theta_is_eq_8_per_parent():
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_stick_expectations_of_a_long_grammaton_equal_the_sequential_sum(threads):
-    """Past 512 entries the digammas run on the threads; the result is the stick-order sum, exactly."""
+    """Past 512 entries the digammas run on the threads, in blocks of 8 (the last one here short); the
+    result is the stick-order sum, exactly."""
     import numba
 
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("numba has fewer threads here")
-    rng = np.random.default_rng(0)
-    nu1, nu2 = rng.uniform(0.1, 50.0, 3000), rng.uniform(0.1, 5000.0, 3000)
-    expected, rest = np.empty(3000), 0.0
-    for i in range(3000):
+    rng, n = np.random.default_rng(0), 3003
+    nu1, nu2 = rng.uniform(0.1, 50.0, n), rng.uniform(0.1, 5000.0, n)
+    expected, rest = np.empty(n), 0.0
+    for i in range(n):
         total = digamma(nu1[i] + nu2[i])
         expected[i] = digamma(nu1[i]) - total + rest
         rest += digamma(nu2[i]) - total
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        log_pi = np.empty(3000)
+        log_pi = np.empty(n)
         log_rho = stick_expectations(nu1, nu2, log_pi)
     finally:
         numba.set_num_threads(before)

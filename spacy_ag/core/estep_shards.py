@@ -50,15 +50,17 @@ class Draws(NamedTuple):
 def draw_trees(G, S, V, words, sent_ptr, batch, seeds, samples: int, record_factor: int) -> Tuple[Draws, int]:
     """`samples` trees for each sentence of `batch`; returns the draws and the record factor that
     sufficed (`draw_records`)."""
-    with sentence_at_a_time():
+    with one_item_at_a_time():
         *draws, record_factor = draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
     return Draws(*draws), record_factor
 
 
 @contextmanager
-def sentence_at_a_time():
-    """numba's parallel chunk size at 1 inside the block: each thread takes the E-step's next sentence
-    when done, not a fixed share of them (see `estep`)."""
+def one_item_at_a_time():
+    """numba's parallel chunk size at 1 inside the block: each thread takes the next item of a parallel
+    loop when done, not a fixed share (the E-step's next sentence, longest first, see `estep`; the
+    next slice of re-derivation draws): a thread slowed by long items or by a neighbour on a shared
+    machine does not hold the other one up."""
     chunksize = numba.set_parallel_chunksize(1)
     try:
         yield

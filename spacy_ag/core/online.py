@@ -20,7 +20,7 @@ import numpy as np
 from ..settings import OnlineSettings
 from .chain import UnparseableSentence
 from .compiled import CompiledGrammar
-from .estep_shards import draw_trees, sentence_at_a_time
+from .estep_shards import draw_trees, one_item_at_a_time
 from .grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
 from .rng import make_rng, shuffle, stream_seed, stream_seeds
 from .sampler import need_nodes
@@ -266,7 +266,7 @@ class OnlineLearner:
             eps, scale, corr = self._begin_minibatches(rest, corpus_size)
             first_stream = before["minibatches"] + 1
             need = np.zeros(3, np.int64)
-            with sentence_at_a_time():
+            with one_item_at_a_time():
                 n_done, pos, logliks, rec, rec_ptr, samp_len, scores, status, self.record_factor = minibatches(
                     G, self.state, self.V, words, sent_ptr, items, batch_ptr, self._seed_key(), first_stream,
                     s.samples, self.record_factor, self.stack, self.built, need, eps, scale, corr)
@@ -345,7 +345,7 @@ class OnlineLearner:
         rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
         counts = np.empty(len(entries), np.int64)
         base = np.uint64(_mix(self.seed, self.minibatches, 0x5EED, ad))
-        with self._threads(len(entries) >= PARALLEL_MIN_ENTRIES):
+        with self._threads(len(entries) >= PARALLEL_MIN_ENTRIES), one_item_at_a_time():
             rederive_draws(G, self.state, self.V, entries, base, longest, rec, rec_ptr, counts)
         self.inside_calls += len(entries)
         self._workspace(longest)
