@@ -14,8 +14,8 @@ loop of pure arithmetic (`numba.prange`, no memory traffic) on 1 and 2
 threads, the most the machine gave at that moment (`ceiling`). Reported:
 every time, the best and the median per thread count, and the speed-ups of
 the best and of the medians, beside the ceiling's, and what a parallel
-launch costs right after serial work (`launch_us`: the threads have to be
-woken; each minibatch has two such launches). ``--parts`` adds the
+launch costs inside a kernel right after serial work (`launch_us`: the
+threads may have to be woken; each minibatch has two such launches). ``--parts`` adds the
 seconds of each kernel of the learner in the last round (wrapped timers:
 slightly slower passes).
 """
@@ -85,19 +85,41 @@ def serial_work(n):
     return x
 
 
-def launch_microseconds(threads: int, repeats: int = 300) -> float:
-    """Median time of a parallel launch of two trivial items right after ~130 us of serial work,
-    as each E-step and weight refresh follows the serial counting: what waking the threads costs."""
+@njit(cache=True)
+def work_then_launch(out, n, repeats):
+    """`repeats` times serial work, then a parallel launch, in one kernel, as the E-step and the
+    digammas follow serial work inside `minibatches`."""
+    x = 0.0
+    for _ in range(repeats):
+        x += serial_work(n)
+        two_items(out)
+    return x
+
+
+@njit(cache=True)
+def work_alone(n, repeats):
+    x = 0.0
+    for _ in range(repeats):
+        x += serial_work(n)
+    return x
+
+
+def launch_microseconds(threads: int, repeats: int = 1000, tries: int = 5) -> float:
+    """What a parallel launch of two trivial items costs inside a kernel right after ~15 us of serial
+    work, as the pass's launches come (the threads may have to be woken): the best of `tries` of
+    `repeats` (work + launch) minus the best of as many of the work alone, per launch."""
     numba.set_num_threads(threads)
     out = np.zeros(2)
-    times = []
-    for _ in range(repeats):
-        serial_work(20_000)
+    both, alone = [], []
+    for _ in range(tries):
         started = time.perf_counter()
-        two_items(out)
-        times.append(time.perf_counter() - started)
+        work_then_launch(out, 2_000, repeats)
+        both.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        work_alone(2_000, repeats)
+        alone.append(time.perf_counter() - started)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    return statistics.median(times) * 1e6
+    return max(min(both) - min(alone), 0.0) / repeats * 1e6
 
 
 def model_digest(model: AdaptorGrammar) -> str:
@@ -153,7 +175,7 @@ def main() -> None:
     for workers in (1, 2):
         fit(workers, texts[:300])  # compiles every kernel
     ceiling_seconds(1)
-    launch_microseconds(1, 10)
+    launch_microseconds(1, 10, 1)
     seconds, ceiling, digests, token_f, parts = defaultdict(list), defaultdict(list), {}, {}, {}
     launch = defaultdict(list)
     for r in range(args.rounds):
