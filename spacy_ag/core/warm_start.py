@@ -20,7 +20,7 @@ from ..settings import OnlineSettings
 from .analyses import add
 from .borrowed import borrowed
 from .chain import UnparseableSentence
-from .chart import REC_CACHED, REC_NEW, REC_RULE, REC_TERM, trie_need
+from .chart import REC_CACHED, REC_RULE, REC_TERM, trie_need
 from .grammatons import yield_node
 from .online import OnlineLearner
 from .sampler import need_nodes
