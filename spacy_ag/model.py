@@ -462,7 +462,8 @@ class AdaptorGrammar:
         if self.compiled is None:  # a [:corpus:] grammar meets its alphabet: this minibatch's
             self.prepare_alphabet(t for chunk in batch for t in chunk)
         # chunks cut before the grammar was compiled may hold terminals it does not know
-        batch = [c for chunk in batch for c in self._chunks(list(chunk))]
+        plain = self._plain_units()
+        batch = [c for chunk in batch for c in ((chunk,) if plain.issuperset(chunk) else self._chunks(list(chunk)))]
         return self._pack(batch)
 
     def heldout_loglik(self, texts: Iterable) -> Dict[str, float]:

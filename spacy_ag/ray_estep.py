@@ -11,7 +11,10 @@ return their sampled trees as flat records, the sufficient statistics from
 which the driver counts f, g and h and grows the grammatons (`absorb`)
 exactly as a local E-step's. Every sentence's random stream is seeded by its
 position in the minibatch, so the model is the same, bit for bit, whatever
-the number of workers, and the same as on the local backend.
+the number of workers, and the same as on the local backend. A worker leaves
+out the trees that repeat an earlier one of their sentence and says how often
+each was drawn (`estep_shards.distinct`): on a stream of short utterances, a
+third of the bytes to send back.
 
 A worker lost with its process or node is started again by Ray and its
 shard sent again (a shard's draws depend on its inputs alone), up to
@@ -25,13 +28,13 @@ from __future__ import annotations
 import contextvars
 import os
 import time
-from typing import Any, Callable, ContextManager, Dict, List, Optional
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Union
 
 import numpy as np
 
 from .core.estep_shards import (
-    Draws, compact, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard,
-    split_batch,
+    Draws, DistinctDraws, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights,
+    merge_shards, pack_shard, split_batch,
 )
 from .errors import Errors, TrainingLayerError
 from .ray_chains import RayActors, _connect, watching
@@ -71,7 +74,7 @@ class _EStepWorker:
 
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
-    def draw(self, weights_ref: list, words, sent_ptr, seeds) -> Draws:
+    def draw(self, weights_ref: list, words, sent_ptr, seeds, repeats: bool) -> Union[Draws, DistinctDraws]:
         import ray
 
         started = time.time()
@@ -79,8 +82,9 @@ class _EStepWorker:
         batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
         draws, self.record_factor = draw_trees(self.G, S, V, words, sent_ptr, batch, seeds, self.samples,
                                                self.record_factor)
+        out = compact(draws) if repeats else distinct(draws)
         self.spans.append((started, time.time()))
-        return compact(draws)
+        return out
 
     def report(self):
         node, pid = self.where()
@@ -119,15 +123,16 @@ class RayEStep(RayActors):
         """(node id, process id) of each worker, once it has started."""
         return self.ray.get([a.where.remote() for a in self.actors])
 
-    def draw(self, learner, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray,
-             seeds: np.ndarray) -> Draws:
-        """The draws of `batch` under the learner's current G', from the workers."""
+    def draw(self, learner, words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray, seeds: np.ndarray,
+             repeats: bool = True) -> Union[Draws, DistinctDraws]:
+        """The draws of `batch` under the learner's current G', from the workers: every tree
+        (`Draws`), or with `repeats` False the distinct trees of each sentence (`DistinctDraws`)."""
         weights = estep_weights(learner.state, learner.V)
         weights_ref = self.ray.put(weights)
         refs, shard_bytes = [], 0
         for i, (start, end) in enumerate(split_batch(sent_ptr, batch, len(self.actors))):
             shard = (*pack_shard(words, sent_ptr, batch, start, end), seeds[start:end])
-            refs.append(self.actors[i].draw.remote([weights_ref], *shard))
+            refs.append(self.actors[i].draw.remote([weights_ref], *shard, repeats))
             shard_bytes += sum(a.nbytes for a in shard)
         weights_bytes = sum(a.nbytes for a in weights.values())
         self.weights_bytes += weights_bytes

@@ -18,9 +18,10 @@ import pytest
 
 from spacy_ag.core import online as online_module
 from spacy_ag.core.estep_shards import (
-    compact, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard, split_batch,
+    compact, distinct, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard, split_batch,
 )
 from spacy_ag.core.online import OnlineLearner
+from spacy_ag.core.variational import absorb, absorb_distinct
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.ray_estep import watch_estep
 from spacy_ag.serialize import state_arrays
@@ -72,7 +73,7 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
     seeds = np.arange(100, 140, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     G, S, V = learner.G, learner.state, learner.V
     whole, _ = draw_trees(G, S, V, words, ptr, batch, seeds, 4, 4)
-    parts = []
+    parts, distinct_parts = [], []
     ranges = split_batch(ptr, batch, shards)
     assert [r[0] for r in ranges][0] == 0 and ranges[-1][1] == len(batch)
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
@@ -82,13 +83,72 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
         S_view, V_view = estep_view(template_S, template_V, estep_weights(S, V), G.n_term)
         part, _ = draw_trees(G, S_view, V_view, w, p, np.arange(end - start, dtype=np.int64), seeds[start:end], 4, 1)
         parts.append(compact(part))
+        distinct_parts.append(distinct(part))
     merged = merge_shards(parts)
+    for got, want in zip(merge_shards(distinct_parts), distinct(whole)):
+        assert np.array_equal(got, want)
     for name in ("samp_len", "scores", "status"):
         assert np.array_equal(getattr(merged, name), getattr(whole, name)), name
     for b in range(len(batch)):  # the records, tree by tree (the padding between sentences differs)
         n = whole.samp_len[b].sum()
         assert np.array_equal(merged.rec[merged.rec_ptr[b]:merged.rec_ptr[b] + n],
                               whole.rec[whole.rec_ptr[b]:whole.rec_ptr[b] + n])
+
+
+def trees_of(rec, r, lengths):
+    """The trees of one sentence as bytes, in order, from its records starting at rec[r]."""
+    out = []
+    for length in lengths:
+        out.append(rec[r:r + length].tobytes())
+        r += length
+    return out
+
+
+def test_distinct_draws_keep_each_tree_once_with_its_count_and_count_as_the_full_draws(texts, reference):
+    learner = OnlineLearner(reference.compiled, reference.online, 3, state=reference.state,
+                            variational=reference.variational)
+    words, ptr = reference._pack_batch([list(t) for t in texts[:80]])
+    batch = np.arange(80, dtype=np.int64)
+    seeds = np.arange(80, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    full, _ = draw_trees(learner.G, learner.state, learner.V, words, ptr, batch, seeds, 6, 4)
+    kept = distinct(full)
+    repeats = 0
+    for b in range(len(batch)):  # brute force: the trees in order of first draw, each with how often it was drawn
+        trees = trees_of(full.rec, full.rec_ptr[b], full.samp_len[b])
+        firsts = [t for i, t in enumerate(trees) if t not in trees[:i]]
+        got = trees_of(kept.rec, kept.rec_ptr[b], kept.tree_len[b])
+        assert [t for t, c in zip(got, kept.copies[b]) if c > 0] == firsts
+        assert [c for c in kept.copies[b] if c > 0] == [trees.count(t) for t in firsts]
+        assert all(length == 0 for length, c in zip(kept.tree_len[b], kept.copies[b]) if c == 0)
+        repeats += len(trees) - len(firsts)
+    assert repeats > 0 and kept.rec_ptr[-1] < full.samp_len.sum()
+    # counted: the same state as the full draws give, bit for bit
+    states = []
+    for count in ("full", "distinct"):
+        other = OnlineLearner(reference.compiled, reference.online, 3, state=copy_of(reference.state),
+                              variational=copy_of(reference.variational))
+        other._room_for(ptr, batch)
+        if count == "full":
+            step = lambda pos, need: absorb(other.G, other.state, other.V, words, ptr, batch, full.rec, full.rec_ptr,  # noqa: E731
+                                            full.samp_len, full.status, 1 / 6, pos, other.stack, other.built, need)
+        else:
+            step = lambda pos, need: absorb_distinct(  # noqa: E731
+                other.G, other.state, other.V, words, ptr, batch, kept.rec, kept.rec_ptr, kept.tree_len, kept.copies,
+                kept.status, 1 / 6, pos, other.stack, other.built, need)
+        other.drive(step, len(batch))
+        states.append(fingerprint_of(other.state, other.V))
+    assert states[0] == states[1]
+    assert states[0] != fingerprint_of(learner.state, learner.V)  # the draws were counted
+
+
+def copy_of(arrays):
+    return type(arrays)(*(np.copy(a) if isinstance(a, np.ndarray) else a for a in arrays))
+
+
+def fingerprint_of(state, V):
+    arrays = state_arrays(state)
+    arrays.update({f"vb_{k}": getattr(V, k) for k in V._fields})
+    return {k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest() for k, v in sorted(arrays.items())}
 
 
 def test_the_parallel_local_estep_runs_on_two_threads_with_the_one_thread_result(texts, reference, monkeypatch):

@@ -8,8 +8,9 @@ rule and entry weights: a few arrays, no analyses), plus its
 shard of sentences and their seeds. Each sentence's random stream is seeded
 by its position in the whole minibatch, so `merge_shards` of the shards'
 draws equals `draw_trees` of the whole minibatch, bit for bit, whatever the
-number of shards. The driver then counts the merged trees (`absorb`) as it
-counts its own.
+number of shards. A worker leaves out the trees that repeat an earlier one of
+the same sentence (`distinct`), and the driver counts the merged trees
+(`absorb_distinct`) as it counts its own full draws (`absorb`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 from .grammatons import Variational, new_variational
 from .rng import make_rng
 from .state import N_TRIE, TAB_HWM, State, new_state, rehash
-from .variational import draw_records
+from .variational import distinct_trees, draw_records
 
 #: The state arrays a worker receives, per trie node, per table and per adaptor: what `estep` reads
 #: with the entries' weights given, but the trie's hash table, which `estep_view` rebuilds from
@@ -43,6 +44,22 @@ class Draws(NamedTuple):
     rec: np.ndarray
     rec_ptr: np.ndarray
     samp_len: np.ndarray
+    scores: np.ndarray
+    status: np.ndarray
+
+
+class DistinctDraws(NamedTuple):
+    """`Draws` without each sentence's repeated trees (`variational.distinct_trees`).
+
+    rec, rec_ptr: as in `Draws`, the distinct trees only; tree_len, copies: (sentences, samples)
+    records of each tree and how often it was drawn, both 0 for a tree that repeats an earlier one;
+    scores, status: as in `Draws`.
+    """
+
+    rec: np.ndarray
+    rec_ptr: np.ndarray
+    tree_len: np.ndarray
+    copies: np.ndarray
     scores: np.ndarray
     status: np.ndarray
 
@@ -75,6 +92,12 @@ def compact(draws: Draws) -> Draws:
     np.cumsum(used, out=rec_ptr[1:])
     rows = np.repeat(draws.rec_ptr[:-1] - rec_ptr[:-1], used) + np.arange(int(rec_ptr[-1]))
     return draws._replace(rec=draws.rec[rows], rec_ptr=rec_ptr)
+
+
+def distinct(draws: Draws) -> DistinctDraws:
+    """The draws without each sentence's repeated trees, counted instead (what a Ray worker sends)."""
+    rec, rec_ptr, tree_len, copies = distinct_trees(draws.rec, draws.rec_ptr, draws.samp_len, draws.status)
+    return DistinctDraws(rec, rec_ptr, tree_len, copies, draws.scores, draws.status)
 
 
 def estep_weights(S: State, V: Variational) -> Dict[str, np.ndarray]:
@@ -128,14 +151,13 @@ def pack_shard(words: np.ndarray, sent_ptr: np.ndarray, batch: np.ndarray, start
     lengths = sent_ptr[ids + 1] - sent_ptr[ids]
     ptr = np.zeros(len(ids) + 1, np.int64)
     np.cumsum(lengths, out=ptr[1:])
-    out = np.concatenate([words[sent_ptr[d]:sent_ptr[d + 1]] for d in ids]) if len(ids) else words[:0]
-    return np.ascontiguousarray(out), ptr
+    at = np.repeat(sent_ptr[ids] - ptr[:-1], lengths) + np.arange(ptr[-1])
+    return words[at], ptr
 
 
 def merge_shards(parts: Sequence[Draws]) -> Draws:
-    """The draws of consecutive shards as the draws of their minibatch."""
+    """The draws of consecutive shards as the draws of their minibatch (`Draws` or `DistinctDraws`)."""
     offsets = np.cumsum([0] + [len(p.rec) for p in parts])
     rec_ptr = np.concatenate([np.zeros(1, np.int64)] + [p.rec_ptr[1:] + offsets[i] for i, p in enumerate(parts)])
-    return Draws(np.concatenate([p.rec for p in parts]), rec_ptr,
-                 np.concatenate([p.samp_len for p in parts]), np.concatenate([p.scores for p in parts]),
-                 np.concatenate([p.status for p in parts]))
+    rest = (np.concatenate([p[i] for p in parts]) for i in range(2, len(parts[0])))
+    return type(parts[0])(np.concatenate([p.rec for p in parts]), rec_ptr, *rest)

@@ -26,8 +26,9 @@ from .rng import make_rng, shuffle, stream_seed, stream_seeds
 from .sampler import need_nodes
 from .state import State, grow, new_state
 from .variational import (
-    OK, UNPARSEABLE, absorb, batch_loglik, decay, grammaton_sizes, longest_entry, merge_duplicates, minibatches, prune,
-    rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout, sentence_statistics_from_analyses,
+    OK, UNPARSEABLE, absorb, absorb_distinct, batch_loglik, decay, grammaton_sizes, longest_entry, merge_duplicates,
+    minibatches, prune, rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout,
+    sentence_statistics_from_analyses,
 )
 from .vhyper import update_alpha, update_concentration, update_discount
 
@@ -292,12 +293,15 @@ class OnlineLearner:
         self._room_for(sent_ptr, batch)
         eps, scale = self.begin_minibatch(len(batch), corpus_size)
         self.inside_calls += len(batch)
-        rec, rec_ptr, samp_len, scores, status = self.sample(words, sent_ptr, batch, self.minibatches)
+        seeds = self._seeds(self.minibatches, len(batch))
+        rec, rec_ptr, tree_len, copies, scores, status = self.remote_estep.draw(self, words, sent_ptr, batch, seeds,
+                                                                                 repeats=False)
         bad = np.nonzero(status == UNPARSEABLE)[0]
         if len(bad):
             raise UnparseableSentence(int(batch[bad[0]]))
-        self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr, samp_len,
-                                            status, 1.0 / s.samples, pos, self.stack, self.built, need), len(batch))
+        self.drive(lambda pos, need: absorb_distinct(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr,
+                                                     tree_len, copies, status, 1.0 / s.samples, pos, self.stack,
+                                                     self.built, need), len(batch))
         self.update_weights(eps, scale)
         return eps, float(batch_loglik(scores, status))
 

@@ -251,8 +251,7 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
     """Count the sampled trees of batch[pos:]; return how far it got. Stopping early means the
     pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks."""
     G, S, V = borrowed((G, S, V))
-    n_samples = samp_len.shape[1]
-    copies = np.empty(n_samples, np.int64)
+    copies = np.empty(samp_len.shape[1], np.int64)
     while pos < batch.shape[0]:
         if status[pos] != OK:
             pos += 1
@@ -263,16 +262,76 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
         if not room_ok(S, records, records, trie_need(G, n)):
             need[0], need[1], need[2] = records, records, trie_need(G, n)
             return pos
-        w = words[sent_ptr[d]:sent_ptr[d + 1]]
-        r = rec_ptr[pos]
-        copies_of_samples(rec, r, samp_len[pos], copies)
-        for s in range(n_samples):
-            if copies[s] > 0:
-                root = materialize(G, S, V, rec, r, r + samp_len[pos, s], w, weight, copies[s], stack, built)
-                free_tree(S, root, stack)
-            r += samp_len[pos, s]
+        copies_of_samples(rec, rec_ptr[pos], samp_len[pos], copies)
+        _absorb_trees(G, S, V, rec, rec_ptr[pos], samp_len[pos], copies, words[sent_ptr[d]:sent_ptr[d + 1]], weight,
+                      stack, built)
         pos += 1
     return pos
+
+
+@njit(cache=True)
+def absorb_distinct(G, S, V, words, sent_ptr, batch, rec, rec_ptr, tree_len, copies, status, weight, pos, stack,
+                    built, need):
+    """`absorb` of draws without their repeated trees (`distinct_trees`): the same counts, in the
+    same order, as `absorb` of the full draws gives; returns how far it got (see `absorb`)."""
+    G, S, V = borrowed((G, S, V))
+    while pos < batch.shape[0]:
+        if status[pos] != OK:
+            pos += 1
+            continue
+        d = batch[pos]
+        n = sent_ptr[d + 1] - sent_ptr[d]
+        records = rec_ptr[pos + 1] - rec_ptr[pos]  # new nodes and entries: a repeat adds none
+        if not room_ok(S, records, records, trie_need(G, n)):
+            need[0], need[1], need[2] = records, records, trie_need(G, n)
+            return pos
+        _absorb_trees(G, S, V, rec, rec_ptr[pos], tree_len[pos], copies[pos], words[sent_ptr[d]:sent_ptr[d + 1]],
+                      weight, stack, built)
+        pos += 1
+    return pos
+
+
+@njit(cache=True, inline="always")
+def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built):
+    """Count one sentence's trees, whose records start at rec[r] (lengths: (samples,)): each tree
+    `copies` says was drawn (0: a repeat, counted at its first), as often as it was drawn."""
+    for s in range(lengths.shape[0]):
+        if copies[s] > 0:
+            root = materialize(G, S, V, rec, r, r + lengths[s], w, weight, copies[s], stack, built)
+            free_tree(S, root, stack)
+        r += lengths[s]
+
+
+@njit(cache=True)
+def distinct_trees(rec, rec_ptr, samp_len, status):
+    """The draws of a minibatch without each sentence's repeated trees, for `absorb_distinct`:
+    (rec, rec_ptr, tree_len, copies), tree_len[b, s] the records of tree s of sentence b (0 for a
+    repeat), copies[b, s] how often it was drawn (`copies_of_samples`; 0 for a repeat). Most of
+    the trees drawn for a short sentence are one tree (about three in four on a stream of short
+    utterances), so a Ray worker sends a quarter of the records. Sentences not OK keep none."""
+    n, samples = samp_len.shape
+    tree_len = np.zeros((n, samples), np.int64)
+    copies = np.zeros((n, samples), np.int64)
+    out_ptr = np.zeros(n + 1, np.int64)
+    for b in range(n):
+        kept = 0
+        if status[b] == OK:
+            copies_of_samples(rec, rec_ptr[b], samp_len[b], copies[b])
+            for s in range(samples):
+                if copies[b, s] > 0:
+                    tree_len[b, s] = samp_len[b, s]
+                    kept += samp_len[b, s]
+        out_ptr[b + 1] = out_ptr[b] + kept
+    out = np.empty((out_ptr[n], rec.shape[1]), rec.dtype)
+    for b in range(n):
+        r, o = rec_ptr[b], out_ptr[b]
+        for s in range(samples):
+            length = samp_len[b, s]
+            if copies[b, s] > 0:
+                out[o:o + length] = rec[r:r + length]
+                o += length
+            r += length
+    return out, out_ptr, tree_len, copies
 
 
 @njit(cache=True)
