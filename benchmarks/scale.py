@@ -167,6 +167,7 @@ def estep_part(args) -> Dict:
                    for name in ("bytes_sent", "bytes_received", "weights_bytes", "shard_bytes")},
                 "worker_draw_seconds": sum(b - a for a, b in spans),
                 "worker_pids": sorted({w["pid"] for w in closing[0]["workers"]}),
+                "whole_trie_fetches": sum(w["whole_tries"] for w in closing[0]["workers"]),
             })
         return out
 

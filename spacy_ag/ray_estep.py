@@ -3,8 +3,9 @@
 
 Workers are Ray actors, one CPU each, that hold the compiled grammar (sent
 once, through the object store). Per minibatch the driver puts the current
-weights of G' in the object store once (`estep_weights`: the yield trie,
-the entries' lists and the rule and entry weights), splits the
+weights of G' in the object store once (`estep_weights`: the nodes the
+yield trie gained since the last minibatch, which each worker adds to its
+copy, `YieldTrie`; the entries' lists and the rule and entry weights), splits the
 minibatch into one contiguous shard per worker with about equal terminals,
 and sends each worker its shard's sentences and their seeds. The workers
 return their sampled trees as flat records, the sufficient statistics from
@@ -17,7 +18,9 @@ each was drawn (`estep_shards.distinct`): on a stream of short utterances, a
 third of the bytes to send back.
 
 A worker lost with its process or node is started again by Ray and its
-shard sent again (a shard's draws depend on its inputs alone), up to
+shard sent again (a shard's draws depend on its inputs alone; the new
+worker fetches the whole trie, which the driver also puts in the object
+store at every minibatch for such a worker), up to
 `MAX_RESTARTS` times. The driver alone reads the corpus and writes
 checkpoints, so nodes share no filesystem.
 
@@ -33,9 +36,10 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Union
 import numpy as np
 
 from .core.estep_shards import (
-    Draws, DistinctDraws, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights,
+    Draws, DistinctDraws, YieldTrie, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights,
     merge_shards, pack_shard, split_batch,
 )
+from .core.state import N_TRIE
 from .errors import Errors, TrainingLayerError
 from .ray_chains import RayActors, _connect, watching
 
@@ -52,7 +56,8 @@ def watch_estep(watcher: Optional[Callable[[Dict[str, Any]], None]]) -> ContextM
     """Report the E-step workers of the runs inside the ``with`` (as `spacy_ag.ray_chains.watch_chains`
     does for chains): `watcher` receives ``{"event": "started", "workers": RayEStep}`` when they are up,
     and ``{"event": "closing", "workers": [{"node", "pid", "spans"}, ...], "stats": ...}`` before they stop,
-    ``spans`` being the (start, end) wall times of each shard the worker drew."""
+    ``spans`` being the (start, end) wall times of each shard the worker drew and ``whole_tries`` how
+    often it fetched the whole yield trie instead of the new nodes."""
     return watching(_WATCHER, watcher)
 
 
@@ -66,19 +71,29 @@ class _EStepWorker:
         numba.set_num_threads(1)  # one CPU per actor: parallelism is across actors
         self.G, self.samples = ray.get(grammar_ref[0])
         self.template_S, self.template_V = estep_templates(self.G)
+        self.trie = YieldTrie(self.G.n_term)
         self.record_factor = 4
         self.spans: List[tuple] = []
+        self.whole_tries = 0  # times the worker had to fetch the whole trie
 
     def where(self):
         import ray
 
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
-    def draw(self, weights_ref: list, words, sent_ptr, seeds, repeats: bool) -> Union[Draws, DistinctDraws]:
+    def draw(self, weights_ref: list, trie_ref: list, words, sent_ptr, seeds,
+             repeats: bool) -> Union[Draws, DistinctDraws]:
         import ray
 
         started = time.time()
-        S, V = estep_view(self.template_S, self.template_V, ray.get(weights_ref[0]), self.G.n_term)
+        weights = ray.get(weights_ref[0])
+        first = int(weights["trie_from"][0])
+        if first == 0:
+            self.trie.replace(weights["trie_parent"], weights["trie_term"])
+        elif not self.trie.extend(first, weights["trie_parent"], weights["trie_term"]):
+            self.trie.replace(*ray.get(trie_ref[0]))  # new, restarted, or without a shard last time
+            self.whole_tries += 1
+        S, V = estep_view(self.template_S, self.template_V, weights, self.trie)
         batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
         draws, self.record_factor = draw_trees(self.G, S, V, words, sent_ptr, batch, seeds, self.samples,
                                                self.record_factor)
@@ -88,7 +103,7 @@ class _EStepWorker:
 
     def report(self):
         node, pid = self.where()
-        return {"node": node, "pid": pid, "spans": list(self.spans)}
+        return {"node": node, "pid": pid, "spans": list(self.spans), "whole_tries": self.whole_tries}
 
 
 class RayEStep(RayActors):
@@ -115,6 +130,8 @@ class RayEStep(RayActors):
         self.weights_bytes = 0  # one copy of the weights per minibatch
         self.shard_bytes = 0
         self.minibatches = 0
+        self.learner = None  # whose yield trie the workers copy, up to node trie_sent
+        self.trie_sent = 0
         self.watcher = _WATCHER.get()
         if self.watcher is not None:
             self.watcher({"event": "started", "workers": self})
@@ -127,12 +144,19 @@ class RayEStep(RayActors):
              repeats: bool = True) -> Union[Draws, DistinctDraws]:
         """The draws of `batch` under the learner's current G', from the workers: every tree
         (`Draws`), or with `repeats` False the distinct trees of each sentence (`DistinctDraws`)."""
-        weights = estep_weights(learner.state, learner.V)
+        S = learner.state
+        n_trie = int(S.counters[N_TRIE])
+        if learner is not self.learner or n_trie < self.trie_sent:  # not the trie the workers copy
+            self.learner, self.trie_sent = learner, 0
+        weights = estep_weights(S, learner.V, trie_from=self.trie_sent)
         weights_ref = self.ray.put(weights)
+        # the whole trie, fetched only by a worker whose copy does not end where the new nodes start
+        trie_ref = self.ray.put((S.trie_parent[:n_trie], S.trie_term[:n_trie]))
+        self.trie_sent = n_trie
         refs, shard_bytes = [], 0
         for i, (start, end) in enumerate(split_batch(sent_ptr, batch, len(self.actors))):
             shard = (*pack_shard(words, sent_ptr, batch, start, end), seeds[start:end])
-            refs.append(self.actors[i].draw.remote([weights_ref], *shard, repeats))
+            refs.append(self.actors[i].draw.remote([weights_ref], [trie_ref], *shard, repeats))
             shard_bytes += sum(a.nbytes for a in shard)
         weights_bytes = sum(a.nbytes for a in weights.values())
         self.weights_bytes += weights_bytes

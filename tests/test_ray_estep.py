@@ -18,8 +18,10 @@ import pytest
 
 from spacy_ag.core import online as online_module
 from spacy_ag.core.estep_shards import (
-    compact, distinct, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard, split_batch,
+    YieldTrie, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard,
+    split_batch,
 )
+from spacy_ag.core.state import N_TRIE
 from spacy_ag.core.online import OnlineLearner
 from spacy_ag.core.variational import absorb, absorb_distinct
 from spacy_ag.model import AdaptorGrammar
@@ -78,9 +80,12 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
     assert [r[0] for r in ranges][0] == 0 and ranges[-1][1] == len(batch)
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
     template_S, template_V = estep_templates(G)
+    weights = estep_weights(S, V)
+    trie = YieldTrie(G.n_term)
+    assert trie.extend(0, weights["trie_parent"], weights["trie_term"])
     for start, end in ranges:  # as a worker draws: from the weights alone, records compacted
         w, p = pack_shard(words, ptr, batch, start, end)
-        S_view, V_view = estep_view(template_S, template_V, estep_weights(S, V), G.n_term)
+        S_view, V_view = estep_view(template_S, template_V, weights, trie)
         part, _ = draw_trees(G, S_view, V_view, w, p, np.arange(end - start, dtype=np.int64), seeds[start:end], 4, 1)
         parts.append(compact(part))
         distinct_parts.append(distinct(part))
@@ -93,6 +98,32 @@ def test_shards_drawn_apart_merge_to_the_whole_minibatch(texts, reference, shard
         n = whole.samp_len[b].sum()
         assert np.array_equal(merged.rec[merged.rec_ptr[b]:merged.rec_ptr[b] + n],
                               whole.rec[whole.rec_ptr[b]:whole.rec_ptr[b] + n])
+
+
+def hashed(trie):
+    return sorted((int(k), int(v)) for k, v in zip(trie.ht_key, trie.ht_val) if k != -1)
+
+
+def test_a_yield_trie_grown_by_new_nodes_equals_the_whole_trie(reference):
+    S, n_term = reference.state, reference.compiled.arrays.n_term
+    n = int(S.counters[N_TRIE])
+    assert n > 40
+    whole = YieldTrie(n_term)
+    whole.replace(S.trie_parent[:n], S.trie_term[:n])
+    grown = YieldTrie(n_term)
+    for first, end in zip([0, 1, 2, 9, 30], [1, 2, 9, 30, n]):  # as minibatches add nodes
+        weights = estep_weights(S._replace(counters=np.where(np.arange(len(S.counters)) == N_TRIE, end, S.counters)),
+                                reference.variational, trie_from=first)
+        assert grown.extend(int(weights["trie_from"][0]), weights["trie_parent"], weights["trie_term"])
+    assert grown.size == whole.size == n
+    assert np.array_equal(grown.parent[:n], S.trie_parent[:n]) and np.array_equal(grown.term[:n], S.trie_term[:n])
+    assert hashed(grown) == hashed(whole) == sorted(
+        (int(S.trie_parent[y]) * n_term + int(S.trie_term[y]), y) for y in range(1, n))
+    # a copy that does not end where the new nodes start takes none of them
+    assert not grown.extend(n - 5, S.trie_parent[n - 5:n], S.trie_term[n - 5:n])
+    assert grown.size == n and hashed(grown) == hashed(whole)
+    grown.replace(S.trie_parent[:10], S.trie_term[:10])
+    assert grown.size == 10 and len(hashed(grown)) == 9
 
 
 def trees_of(rec, r, lengths):
@@ -212,8 +243,11 @@ def test_a_killed_estep_worker_is_restarted_and_the_model_is_unchanged(cluster, 
     with watch_estep(events.append):
         got = train(texts, backend="ray", workers=2, callback=kill_a_worker)
     assert killed, "no trace line came before the end of the run"
-    pids = {w["pid"] for w in next(e for e in events if e["event"] == "closing")["workers"]}
+    workers = next(e for e in events if e["event"] == "closing")["workers"]
+    pids = {w["pid"] for w in workers}
     assert killed[0] not in pids and len(pids) == 2  # the lost worker runs again, in a new process
+    # the new process had no copy of the yield trie: it fetched the whole trie once, the other never
+    assert sorted(w["whole_tries"] for w in workers) == [0, 1]
     assert fingerprint(got) == fingerprint(reference)
 
 

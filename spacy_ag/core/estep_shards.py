@@ -3,8 +3,8 @@
 The E-step only reads the grammar, the weights of G' and the part of the
 state that finds cached subtrees by their yield; it writes nothing but its
 own records. So a worker that holds the compiled grammar needs, per
-minibatch, only `estep_weights` (the yield trie, the tables' lists and the
-rule and entry weights: a few arrays, no analyses), plus its
+minibatch, only `estep_weights` (the nodes the yield trie gained, the
+tables' lists and the rule and entry weights: a few arrays, no analyses), plus its
 shard of sentences and their seeds. Each sentence's random stream is seeded
 by its position in the whole minibatch, so `merge_shards` of the shards'
 draws equals `draw_trees` of the whole minibatch, bit for bit, whatever the
@@ -26,10 +26,11 @@ from .state import N_TRIE, TAB_HWM, State, new_state, rehash
 from .variational import distinct_trees, draw_records
 
 #: The state arrays a worker receives, per trie node, per table and per adaptor: what `estep` reads
-#: with the entries' weights given, but the trie's hash table, which `estep_view` rebuilds from
-#: trie_parent and trie_term (a third of the bytes). The rest of the state stays empty.
-ESTEP_TRIE_FIELDS = ("trie_parent", "trie_term", "trie_head")
-ESTEP_TABLE_FIELDS = ("tab_adaptor", "tab_next")
+#: with the entries' weights given, but the trie's hash table, which the worker's `YieldTrie` keeps
+#: from trie_parent and trie_term. The rest of the state stays empty. The trie only grows during a
+#: run, so its parent and terminal go out as the nodes added since the last minibatch.
+ESTEP_TRIE_FIELDS = ("trie_parent", "trie_term")
+ESTEP_TABLE_FIELDS = ("trie_head", "tab_adaptor", "tab_next")
 ESTEP_ADAPTOR_FIELDS = ("ad_a", "ad_b", "ad_n")
 
 
@@ -100,16 +101,60 @@ def distinct(draws: Draws) -> DistinctDraws:
     return DistinctDraws(rec, rec_ptr, tree_len, copies, draws.scores, draws.status)
 
 
-def estep_weights(S: State, V: Variational) -> Dict[str, np.ndarray]:
-    """What a worker needs to draw under the current G' (sent once per minibatch): the yield trie,
-    the tables' lists in their order (the cache weights are summed in it) and the rule and entry
+def estep_weights(S: State, V: Variational, trie_from: int = 0) -> Dict[str, np.ndarray]:
+    """What a worker needs to draw under the current G' (sent once per minibatch): the yield trie's
+    nodes from `trie_from` on (the worker has the others, `YieldTrie`), the entries at each yield and
+    the tables' lists in their order (the cache weights are summed in it), the rule and entry
     weights, each cut at its high-water mark."""
     n_trie, hwm = int(S.counters[N_TRIE]), max(1, int(S.counters[TAB_HWM]))
-    out = {name: getattr(S, name)[:n_trie] for name in ESTEP_TRIE_FIELDS}
-    out.update({name: getattr(S, name)[:hwm] for name in ESTEP_TABLE_FIELDS})
+    out = {name: getattr(S, name)[trie_from:n_trie] for name in ESTEP_TRIE_FIELDS}
+    out["trie_from"] = np.array([trie_from], np.int64)
+    out["trie_head"] = S.trie_head[:n_trie]
+    out.update({name: getattr(S, name)[:hwm] for name in ESTEP_TABLE_FIELDS[1:]})
     out.update({name: getattr(S, name) for name in ESTEP_ADAPTOR_FIELDS})
     out.update(rho=V.rho, lw=V.lw[:hwm])
     return out
+
+
+class YieldTrie:
+    """A worker's copy of the driver's yield trie and its hash table, grown by the nodes each
+    minibatch adds (the trie never loses a node during a run), so that neither the whole trie
+    crosses the network nor the worker hashes it again at every minibatch."""
+
+    def __init__(self, n_term: int):
+        self.n_term = n_term
+        self.size = 0
+        self.parent = np.full(16, -1, np.int32)
+        self.term = np.full(16, -1, np.int32)
+        self.ht_key = np.full(16, -1, np.int64)
+        self.ht_val = np.full(16, -1, np.int32)
+
+    def extend(self, first: int, parent: np.ndarray, term: np.ndarray) -> bool:
+        """Add the nodes first, first + 1, ...; False, and nothing added, unless the copy ends at
+        `first` (a new or restarted worker, or one that had no shard of some minibatch)."""
+        if first != self.size:
+            return False
+        end = first + len(parent)
+        if end > len(self.parent):
+            cap = max(2 * len(self.parent), end)
+            self.parent = np.concatenate([self.parent[:first], np.full(cap - first, -1, np.int32)])
+            self.term = np.concatenate([self.term[:first], np.full(cap - first, -1, np.int32)])
+        self.parent[first:end] = parent
+        self.term[first:end] = term
+        new = np.arange(max(1, first), end, dtype=np.int32)  # node 0, the empty yield, is not hashed
+        if 2 * end > len(self.ht_key):  # keep the load under a half, as `grow` does
+            self.ht_key = np.full(1 << int(np.ceil(np.log2(2 * end))), -1, np.int64)
+            self.ht_val = np.full(len(self.ht_key), -1, np.int32)
+            new = np.arange(1, end, dtype=np.int32)
+        rehash(self.parent[new].astype(np.int64) * self.n_term + self.term[new], new, self.ht_key, self.ht_val)
+        self.size = end
+        return True
+
+    def replace(self, parent: np.ndarray, term: np.ndarray) -> None:
+        """The whole trie instead of the copy."""
+        self.size = 0
+        self.ht_key[:] = -1
+        self.extend(0, parent, term)
 
 
 def estep_templates(G) -> Tuple[State, Variational]:
@@ -120,16 +165,13 @@ def estep_templates(G) -> Tuple[State, Variational]:
     return S, new_variational(G.rule_alpha, n_ad, 16)
 
 
-def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np.ndarray], n_term: int):
-    """A state and statistics holding `weights` in arrays of the same types as the templates'
-    (a small `new_state` and `new_variational`), so the kernels compiled for a full state serve it."""
-    parent, term = weights["trie_parent"], weights["trie_term"]
-    n_trie = len(parent)
-    ht_key = np.full(1 << max(4, int(np.ceil(np.log2(max(1, n_trie) * 2)))), -1, np.int64)
-    ht_val = np.full(len(ht_key), -1, np.int32)
-    rehash(parent[1:].astype(np.int64) * n_term + term[1:], np.arange(1, n_trie, dtype=np.int32), ht_key, ht_val)
-    S = template_S._replace(ht_key=ht_key, ht_val=ht_val, **{
-        name: weights[name] for name in ESTEP_TRIE_FIELDS + ESTEP_TABLE_FIELDS + ESTEP_ADAPTOR_FIELDS})
+def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np.ndarray], trie: YieldTrie):
+    """A state and statistics holding `weights` and `trie` (already extended by the weights' nodes)
+    in arrays of the same types as the templates' (a small `new_state` and `new_variational`), so
+    the kernels compiled for a full state serve it."""
+    S = template_S._replace(
+        ht_key=trie.ht_key, ht_val=trie.ht_val, trie_parent=trie.parent[:trie.size], trie_term=trie.term[:trie.size],
+        **{name: weights[name] for name in ESTEP_TABLE_FIELDS + ESTEP_ADAPTOR_FIELDS})
     V = template_V._replace(rho=weights["rho"], lw=weights["lw"])
     return S, V
 
