@@ -5,8 +5,8 @@ Workers are Ray actors, one CPU each, that hold the compiled grammar (sent
 once, through the object store). Per minibatch the driver puts the current
 weights of G' in the object store once (`estep_weights`: the nodes the
 yield trie gained since the last minibatch, which each worker adds to its
-copy, `YieldTrie`; the entries' lists and the rule and entry weights), splits the
-minibatch into one contiguous shard per worker with about equal terminals,
+copy, `YieldTrie`; the entries' lists and the rule and entry weights),
+splits the minibatch into one contiguous shard per worker with about equal terminals,
 and sends each worker its shard's sentences and their seeds. The workers
 return their sampled trees as flat records, the sufficient statistics from
 which the driver counts f, g and h and grows the grammatons (`absorb`)

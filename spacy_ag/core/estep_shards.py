@@ -4,8 +4,8 @@ The E-step only reads the grammar, the weights of G' and the part of the
 state that finds cached subtrees by their yield; it writes nothing but its
 own records. So a worker that holds the compiled grammar needs, per
 minibatch, only `estep_weights` (the nodes the yield trie gained, the
-tables' lists and the rule and entry weights: a few arrays, no analyses), plus its
-shard of sentences and their seeds. Each sentence's random stream is seeded
+tables' lists and the rule and entry weights: a few arrays, no analyses),
+plus its shard of sentences and their seeds. Each sentence's random stream is seeded
 by its position in the whole minibatch, so `merge_shards` of the shards'
 draws equals `draw_trees` of the whole minibatch, bit for bit, whatever the
 number of shards. A worker leaves out the trees that repeat an earlier one of
@@ -30,7 +30,8 @@ from .variational import distinct_trees, draw_records
 #: from trie_parent and trie_term. The rest of the state stays empty. The trie only grows during a
 #: run, so its parent and terminal go out as the nodes added since the last minibatch.
 ESTEP_TRIE_FIELDS = ("trie_parent", "trie_term")
-ESTEP_TABLE_FIELDS = ("trie_head", "tab_adaptor", "tab_next")
+ESTEP_YIELD_FIELDS = ("trie_head",)
+ESTEP_TABLE_FIELDS = ("tab_adaptor", "tab_next")
 ESTEP_ADAPTOR_FIELDS = ("ad_a", "ad_b", "ad_n")
 
 
@@ -109,8 +110,8 @@ def estep_weights(S: State, V: Variational, trie_from: int = 0) -> Dict[str, np.
     n_trie, hwm = int(S.counters[N_TRIE]), max(1, int(S.counters[TAB_HWM]))
     out = {name: getattr(S, name)[trie_from:n_trie] for name in ESTEP_TRIE_FIELDS}
     out["trie_from"] = np.array([trie_from], np.int64)
-    out["trie_head"] = S.trie_head[:n_trie]
-    out.update({name: getattr(S, name)[:hwm] for name in ESTEP_TABLE_FIELDS[1:]})
+    out.update({name: getattr(S, name)[:n_trie] for name in ESTEP_YIELD_FIELDS})
+    out.update({name: getattr(S, name)[:hwm] for name in ESTEP_TABLE_FIELDS})
     out.update({name: getattr(S, name) for name in ESTEP_ADAPTOR_FIELDS})
     out.update(rho=V.rho, lw=V.lw[:hwm])
     return out
@@ -171,7 +172,7 @@ def estep_view(template_S: State, template_V: Variational, weights: Dict[str, np
     the kernels compiled for a full state serve it."""
     S = template_S._replace(
         ht_key=trie.ht_key, ht_val=trie.ht_val, trie_parent=trie.parent[:trie.size], trie_term=trie.term[:trie.size],
-        **{name: weights[name] for name in ESTEP_TABLE_FIELDS + ESTEP_ADAPTOR_FIELDS})
+        **{name: weights[name] for name in ESTEP_YIELD_FIELDS + ESTEP_TABLE_FIELDS + ESTEP_ADAPTOR_FIELDS})
     V = template_V._replace(rho=weights["rho"], lw=weights["lw"])
     return S, V
 
