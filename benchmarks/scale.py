@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import resource
@@ -148,7 +149,7 @@ def estep_part(args) -> Dict:
         texts = read_stream(stream)
         online = dataclasses.replace(settings, workers=threads)
         if limit:  # a warm-up: prune too, so that no kernel compiles inside a timed pass
-            texts = (t for i, t in zip(range(limit), texts))
+            texts = itertools.islice(texts, limit)
             online = dataclasses.replace(online, refine_every=1)
         model = AdaptorGrammar(STREAM_GRAMMAR, inference="online", online=online, default_a=0.0, default_b=1e4)
         events: List[Dict] = []
