@@ -5,7 +5,7 @@
 
 Why: the two engines target the same posterior; over 12 seeds ours looked
 slower to burn in (token F about .011 lower after 20 sweeps), over 40 seeds
-and 44 py-cfg runs the gap is -.003 +- .002 (README). py-cfg cannot repeat a
+and 44 py-cfg runs the gap is -.003 +- .002 (docs/benchmarks.md). py-cfg cannot repeat a
 seed (address-ordered containers, under ASLR), so every run is a fresh
 sample: give enough seeds, and read each mean with its standard error.
 Comparing the means alone cannot say why two chains differ. This records,

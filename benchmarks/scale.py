@@ -22,7 +22,7 @@ peak memory, and whether the three models are identical.
 each (64 workers) over a network of ``--bandwidth`` bytes per second: per
 minibatch the driver's serial work, the workers' draws divided by 64, and the
 weights sent once to each node plus the shards and records through the
-driver's link. The README's Scale-out section quotes it.
+driver's link. docs/benchmarks.md (Scale-out on Ray) quotes it.
 
 Each Ray part starts its own cluster (``ray.init(num_cpus=2)``); numba's
 compilation is kept out of the timings by a warm-up run of each backend.

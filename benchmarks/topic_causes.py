@@ -7,7 +7,8 @@ one change at a time, over several seeds, beside tomotopy (not a test).
 Variants (de-news by default, K = 20, gensim's u_mass and c_npmi of every topic's top 10 words
 over the whole corpus, `spacy_ag.topics.standard_coherence`):
 
-* ``online``: ``TopicModel(n_topics=K).fit(docs, passes=5, seed=s)``, the online defaults;
+* ``online``: ``TopicModel(n_topics=K, inference="online", word_adapted=False).fit(docs, passes=5,
+  seed=s)``, the online defaults without the lexicon;
 * ``gibbs_fixed_alpha``: ``inference="gibbs", alpha_every=0, sample_b=False``: the same model and
   priors (b = 10, alpha = 0.1 for every topic), trained by collapsed Gibbs sampling;
 * ``gibbs_alpha``: and alpha fitted (asymmetric, Minka) every 10 sweeps;
@@ -46,12 +47,14 @@ from spacy_ag.topics.standard_coherence import topic_coherences  # noqa: E402
 DENEWS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "topics" / "de-news" / "doc.dat"
 ONE_THREAD = default_topic_settings(workers=1)
 VARIANTS = {
-    "online": lambda K: (TopicModel(K, online=ONE_THREAD), {"passes": 5}),
-    "online_lexicon": lambda K: (TopicModel(K, online=ONE_THREAD, word_adapted=True), {"passes": 5}),
-    "gibbs_fixed_alpha": lambda K: (TopicModel(K, inference="gibbs", alpha_every=0, sample_b=False), {}),
-    "gibbs_alpha": lambda K: (TopicModel(K, inference="gibbs", sample_b=False), {}),
+    "online": lambda K: (TopicModel(K, inference="online", word_adapted=False, online=ONE_THREAD), {"passes": 5}),
+    "online_lexicon": lambda K: (TopicModel(K, inference="online", online=ONE_THREAD, word_adapted=True),
+                                 {"passes": 5}),
+    "gibbs_fixed_alpha": lambda K: (TopicModel(K, inference="gibbs", alpha_every=0, sample_b=False,
+                                               word_adapted=False), {}),
+    "gibbs_alpha": lambda K: (TopicModel(K, inference="gibbs", sample_b=False, word_adapted=False), {}),
     "gibbs_lexicon": lambda K: (TopicModel(K, inference="gibbs", sample_b=False, word_adapted=True), {}),
-    "gibbs_sampled_b": lambda K: (TopicModel(K, inference="gibbs"), {}),
+    "gibbs_sampled_b": lambda K: (TopicModel(K, inference="gibbs", word_adapted=False), {}),
     "gibbs_lexicon_sampled_b": lambda K: (TopicModel(K, inference="gibbs", word_adapted=True), {}),
 }
 
@@ -106,7 +109,7 @@ def main(argv=None) -> int:
     else:
         docs = [d for d in read_documents(Path(args.corpus)) if d]
     TopicModel(2, inference="gibbs", sweeps=2, word_adapted=True).fit(docs[:20])  # compile first
-    TopicModel(2, online=ONE_THREAD, word_adapted=True).fit(docs[:120])
+    TopicModel(2, inference="online", online=ONE_THREAD, word_adapted=True).fit(docs[:120])
     runs: List[Dict] = []
     budgets: Dict[int, float] = {}  # seed -> seconds of the last spacy-ag variant run
     for name in args.variants.split(","):

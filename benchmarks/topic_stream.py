@@ -21,8 +21,8 @@ training stream, read once, in order. The stream is cut into ``--chunks`` (10) c
 of whole minibatches (spacy-ag's batch size, 50), so chunk c is minibatches floor(cM/C) to
 floor((c+1)M/C) - 1 of the M minibatches.
 
-1. New words in the topics (spacy-ag only). ``spacy_ag.topics.TopicModel(n_topics=--topics)`` with
-its default online settings (``online.workers`` = ``--workers``), ``prepare``d with the characters
+1. New words in the topics (spacy-ag only). ``spacy_ag.topics.TopicModel(n_topics=--topics,
+inference="online", word_adapted=False)`` with its default online settings (``online.workers`` = ``--workers``), ``prepare``d with the characters
 of the training stream, trained by ``partial_fit(..., seed=--seed, corpus_size=training
 documents)`` over the stream in order, ``--rank-every`` (2) minibatches per call (the same
 minibatches as one ``partial_fit`` over the whole stream). After every call the full ranking of
@@ -293,7 +293,8 @@ def run_spacy_ag(args, data) -> Dict:
     from spacy_ag.topics import TopicModel, default_topic_settings
 
     def model() -> TopicModel:
-        return TopicModel(n_topics=args.topics, online=default_topic_settings(workers=args.workers))
+        return TopicModel(n_topics=args.topics, online=default_topic_settings(workers=args.workers),
+                          inference="online", word_adapted=False)
 
     train, bounds, fixed = data["train"], data["bounds"], data["vocabularies"]["dict"]
     t0 = time.perf_counter()
@@ -345,7 +346,8 @@ def run_spacy_ag(args, data) -> Dict:
         out["native"][name] = tm.heldout_loglik(data["sets"][name])
     out["config"] = {"model": "spacy_ag.topics.TopicModel (online variational InfVocLDA)",
                      "constructor": f"TopicModel(n_topics={args.topics}, "
-                                    f"online=default_topic_settings(workers={args.workers}))",
+                                    f"online=default_topic_settings(workers={args.workers}), "
+                                    "inference='online', word_adapted=False)",
                      "alpha": tm.alpha, "a": tm.a, "b": tm.b, "local_iterations": tm.local_iterations,
                      "online": tm.online.to_dict(), "corpus_size": len(train),
                      "training": f"prepare(training stream's characters), then partial_fit of {args.rank_every} "

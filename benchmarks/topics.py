@@ -158,14 +158,14 @@ def setup_spacy_ag(args, data) -> Dict:
     settings = online_settings(args)
     # warm-up: compile (or load the cached) numba kernels outside the timed passes
     t0 = time.perf_counter()
-    warm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings)
+    warm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings, inference="online", word_adapted=False)
     warm.partial_fit(data["train"][:2 * settings.batch_size], seed=args.seed)
     warm.topics(args.top)
     warm.heldout_loglik(data["heldout"][:5])
     warmup = time.perf_counter() - t0
     del warm
     t0 = time.perf_counter()
-    tm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings)
+    tm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings, inference="online", word_adapted=False)
     train = data["train"]
     # the alphabet, and the expected number of tokens for b = "auto"
     tm.prepare(sorted({c for d in data["docs"] for t in d for c in t}), sum(len(d) for d in train))
@@ -368,7 +368,7 @@ def run_stream(args) -> Dict:
     removed = sum(len(a) - len(b) for a, b in zip(first, first_stripped))
     first_stripped = [d for d in first_stripped if d]
     settings = online_settings(args)
-    tm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings)
+    tm = TopicModel(n_topics=args.topics, alpha=args.alpha, online=settings, inference="online", word_adapted=False)
     tm.prepare(sorted({c for d in data["docs"] for t in d for c in t}),
                sum(len(d) for d in first_stripped) + sum(len(d) for d in second))
     size = len(first_stripped) + len(second)

@@ -63,8 +63,9 @@ each system its all-cores default and the BLAS environment alone.
   (0.001 nats) over the last ``--patience`` (1) passes. The evaluation restores gensim's random state
   (``inference`` draws from it), so evaluating does not change the training run. Inference:
   ``inference()`` (gamma normalised, E[theta]); phi: ``get_topics()``; top words: ``show_topic``.
-* ``spacy_ag``: ``spacy_ag.topics.TopicModel(n_topics=K)`` with its default settings (only
-  ``online.workers`` set by ``--workers``), trained as ``TopicModel.fit`` trains: ``prepare`` with the
+* ``spacy_ag``: ``spacy_ag.topics.TopicModel(n_topics=K, inference="online", word_adapted=False)``
+  with its default online settings (only ``online.workers`` set by ``--workers``), trained as
+  ``TopicModel.fit`` trains online: ``prepare`` with the
   training documents' alphabet and token count, then pass p = one ``partial_fit`` over the
   training documents in ``pass_order(seed, p)``, ``seed=seed + p``, ``corpus_size`` = training
   documents; up to ``--spacy-ag-max-passes`` (20) passes, stopping like gensim when its own
@@ -534,9 +535,8 @@ def run_spacy_ag(args, data) -> Dict:
     from spacy_ag.topics import TopicModel, default_topic_settings
 
     def model() -> TopicModel:
-        if args.workers:
-            return TopicModel(n_topics=args.topics, online=default_topic_settings(workers=args.workers))
-        return TopicModel(n_topics=args.topics)
+        online = default_topic_settings(workers=args.workers) if args.workers else None
+        return TopicModel(n_topics=args.topics, online=online, inference="online", word_adapted=False)
 
     train = data["train"]
     t0 = time.perf_counter()
@@ -578,7 +578,7 @@ def run_spacy_ag(args, data) -> Dict:
     out.update(stopped=stopped, passes=len(out["curve"]), seconds=seconds)
     out["config"] = {
         "model": "spacy_ag.topics.TopicModel (online variational InfVocLDA)",
-        "constructor": (f"TopicModel(n_topics={args.topics}" +
+        "constructor": (f"TopicModel(n_topics={args.topics}, inference='online', word_adapted=False" +
                         (f", online=default_topic_settings(workers={args.workers}))" if args.workers else ")")),
         "alpha": tm.alpha, "a": tm.a, "b": tm.b, "local_iterations": tm.local_iterations,
         "online": tm.online.to_dict(), "max_passes": max_passes, "dropped_tokens": tm.dropped_tokens,

@@ -34,13 +34,13 @@ import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Dict, Iterator, List, Mapping, Union
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Union
 
 import numpy as np
 
 from .errors import Errors, ModelFileError
 
-__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "atomic_writer", "is_archive", "read_archive",
+__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "atomic_writer", "is_archive", "read_archive", "replace_directory",
            "read_archive_bytes", "remove_leftovers", "write_archive", "write_atomic_file"]
 
 FORMAT_VERSION = 2
@@ -206,20 +206,14 @@ def write_atomic_file(path: PathLike, data: bytes) -> None:
         f.write(data)
 
 
-@_holding_sigterm
-def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray],
-                  meta: Mapping[str, Any]) -> None:
-    """Write the archive directory `path` whole, replacing any archive there."""
+def replace_directory(path: PathLike, write: Callable[[Path], None]) -> None:
+    """Call `write(tmp)` on a new temporary sibling of `path`, then put it in `path`'s place by
+    renames, so that a failure or Ctrl-C leaves the old `path` (or none) and never a mixture."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
-        for name, data in _members(kind, grammar_text, arrays, meta).items():
-            with open(tmp / name, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, 0o777 & ~_umask())
+        write(tmp)
         if path.exists():
             old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
             os.rmdir(old)
@@ -231,6 +225,21 @@ def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@_holding_sigterm
+def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray],
+                  meta: Mapping[str, Any]) -> None:
+    """Write the archive directory `path` whole, replacing any archive there."""
+    def write(tmp: Path) -> None:
+        for name, data in _members(kind, grammar_text, arrays, meta).items():
+            with open(tmp / name, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        os.chmod(tmp, 0o777 & ~_umask())
+
+    replace_directory(path, write)
 
 
 def archive_bytes(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]

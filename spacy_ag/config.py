@@ -69,6 +69,8 @@ class TrainingConfig:
     output: Optional[Path] = None
     split_at: Optional[FrozenSet[str]] = None
     corpus_gold: bool = False
+    #: corpus.format: "text", "wordseg-tags" or "wordseg-prepared" (spacy_ag.input_formats)
+    corpus_format: str = "text"
     #: [inference]: mode ("mcmc", "vb" or "online"), stream, shuffle_buffer
     inference: str = "mcmc"
     stream: bool = False
@@ -250,7 +252,7 @@ def training_config_from(config: Mapping[str, Any], path: PathLike) -> TrainingC
     path = Path(path)
     v = check_sections(config, path, SECTIONS)
     grammar, corpus, training = v["grammar"], v["corpus"], v["training"]
-    if corpus.gold and grammar.mode != "chars":
+    if corpus.gold and corpus.format == "text" and grammar.mode != "chars":
         raise ConfigError(Errors.E009.format(path=path, message='corpus.gold = true needs grammar.mode = "chars" '
                                                                 "(gold words are spelled by characters)"))
     if training.burn_in is not None and training.burn_in >= training.iterations:
@@ -271,6 +273,7 @@ def training_config_from(config: Mapping[str, Any], path: PathLike) -> TrainingC
         output=_expand(v["paths"].output),
         split_at=split_characters(grammar.split_at),
         corpus_gold=corpus.gold,
+        corpus_format=corpus.format,
         inference=v["inference"].mode,
         stream=v["inference"].stream,
         shuffle_buffer=v["inference"].shuffle_buffer,

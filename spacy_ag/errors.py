@@ -106,7 +106,51 @@ class Errors(metaclass=_WithCodes):
     E133 = "--output {path} is a file; with a directory INPUT the output is a directory"
     E134 = ("a Ray worker was lost {times} times (last: {err}); the complete shards are kept: check the "
             "cluster's nodes, then run the command again to write the others")
+    # ---- input formats: plain text, JSONL, wordseg's tagged and prepared text; what a MODEL argument is (E150-E159)
+    E150 = "{path}:{line}: looks like wordseg tagged text (a ';eword' token) but is read as {expected}; {fix}"
+    E151 = ("{path}:{line}: a {tag!r} tag in wordseg prepared text (units separated by spaces, no tags); read the "
+            "file as wordseg tagged text: {fix}")
+    E152 = ("{path}:{line}: the unit {unit!r} is {n} characters, but {reader} makes every character a terminal, so a "
+            "word boundary could fall inside it; {fix}")
+    E153 = ("{path}: neither a model directory, a training output holding model/, nor a pipeline directory with a "
+            "fitted {components}; give one of those")
+    # ---- gold words that are not segmented (E170-E179)
+    E170 = ("{path}: corpus.gold = true reads this file as gold-segmented text, but {single} of its first {lines} "
+            "non-blank lines are a single word (no space between words), so every line would be scored as one "
+            "word; the file looks unsegmented: train on it with --corpus.gold false (and give its gold words with "
+            "--paths.gold FILE), or give the gold-segmented file")
+    E171 = ("{path}: paths.gold gives the gold words, but {single} of its first {lines} non-blank lines are a single "
+            "word (no space between words), so every line would be scored as one word; give the gold-segmented "
+            "file (words separated by spaces), or leave paths.gold out")
+    E154 = ("{path}: the model's terminals are space-separated tokens (grammar.mode = \"tokens\"), which gold words "
+            "do not show; give GOLD as wordseg's tagged text (--gold-format wordseg-tags), or score the output of "
+            "`spacy-ag segment MODEL PREPARED --format wordseg` against GOLD")
+    # ---- pictures: tree pages, training plots, the offline pyLDAvis page (E140-E149)
+    E140 = "spacy-ag plot needs matplotlib, which is not installed here: pip install spacy-ag[plot]"
+    E141 = "{path}: no trace.jsonl here; give the output directory of `spacy-ag train` (or its trace.jsonl)"
+    E142 = ("{path}:{line}: not a trace line ({err}); trace.jsonl has one JSON object per line, as `spacy-ag "
+            "train` writes it")
+    E143 = ("{path}: no trace line has an iteration, sweep or minibatch to plot; train for at least one "
+            "step (an online run traces every online.refine_every minibatches)")
+    E144 = ("--svg draws the trees of one text file or stdin, not of the directory {path}; give one file, or "
+            "leave --svg out")
+    E145 = ("the Doc has no trees of ag_parser in doc.spans[{key!r}]; process it with a pipeline that has an "
+            "ag_parser, or pass spans_key= the component's spans_key")
+    E146 = ("jupyter=True shows the trees with IPython, which is not installed here: pip install ipython, or "
+            "call render_tree(..., jupyter=False) for the HTML")
+    E147 = ("{path}: pyLDAvis's {what} is missing from its package, so the page cannot be written offline; "
+            "reinstall it: pip install --force-reinstall 'spacy-ag[ldavis]'")
 
+    # ---- update-topics: a topic model updated online with new documents (E160-E169)
+    E160 = ("{path}: no document with a word to learn from ({what}); give one document per line, its words "
+            "separated by spaces, or JSONL records {{\"text\": ...}} in a .jsonl file")
+    E161 = ("--output {output} is where MODEL {model} is read from; write the updated model to a new path, so that "
+            "the model it was updated from stays as it was")
+    E162 = ("--output {output} exists and is not {what}; refusing to replace it: give a new path, or remove it "
+            "first")
+    E163 = ("{path}: every token of the new documents has a character the model has never seen ({skipped} tokens "
+            "skipped), so there is nothing to learn; the model's alphabet is fixed when it is first trained: train "
+            "a new model on documents that hold these characters")
 
 def coded(code: str, message: str) -> str:
     """`message` with `code` in front, unless it already has a code."""

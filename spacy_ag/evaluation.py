@@ -14,6 +14,12 @@ papers' and with wordseg's.  Reported:
 the token and type counts; Chinese results are reported with and without
 punctuation tokens because [ZBC14] does not say which it used (§5.2, §7).
 
+These are wordseg-eval's definitions (wordseg's ``token``, ``type``,
+``boundary_all`` and ``boundary_noedge``); `wordseg_scores` gives its
+output exactly: its key names, None where a score is undefined (0/0) instead
+of 0, and, read by `iter_wordseg_segmented`, blank lines dropped from each
+file and words separated by spaces only.
+
 Run ``python -m spacy_ag.evaluation PRED GOLD`` to score two files.
 """
 from __future__ import annotations
@@ -26,14 +32,19 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Un
 from .corpus import DEFAULT_PUNCTUATION, iter_lines
 
 __all__ = [
+    "WORDSEG_SCORES",
     "evaluate_files",
     "format_scores",
+    "format_wordseg_scores",
     "iter_segmented",
+    "iter_wordseg_segmented",
+    "score_numbered",
     "read_segmented",
     "SegmentationCounts",
     "segmentation_scores",
     "spans_from_words",
     "words_from_boundaries",
+    "wordseg_scores",
 ]
 
 Utterance = Union[str, Sequence[str]]
@@ -153,14 +164,18 @@ class SegmentationCounts:
         self.lex_pred.update(w for w in p_words if kept(w))
         self.lex_gold.update(w for w in g_words if kept(w))
 
+    def counts(self, name: str) -> Tuple[int, int, int]:
+        """(correct, predicted, gold) of the score `name`: token, boundary, boundary_all or type."""
+        if name == "type":
+            return len(self.lex_pred & self.lex_gold), len(self.lex_pred), len(self.lex_gold)
+        return tuple({"token": self.tok, "boundary": self.bnd, "boundary_all": self.bnd_all}[name])
+
     def scores(self) -> Dict[str, float]:
         """The scores of everything added so far (see `segmentation_scores`)."""
         scores: Dict[str, float] = {}
         lex_pred, lex_gold = self.lex_pred, self.lex_gold
-        type_counts = (len(lex_pred & lex_gold), len(lex_pred), len(lex_gold))
-        for name, counts in (("token", self.tok), ("boundary", self.bnd), ("boundary_all", self.bnd_all),
-                             ("type", type_counts)):
-            p, r, f = _prf(*counts)
+        for name in ("token", "boundary", "boundary_all", "type"):
+            p, r, f = _prf(*self.counts(name))
             scores[f"{name}_p"], scores[f"{name}_r"], scores[f"{name}_f"] = p, r, f
         scores.update(
             n_utterances=self.n_utterances,
@@ -171,6 +186,28 @@ class SegmentationCounts:
             n_gold_types=len(lex_gold),
         )
         return scores
+
+
+#: wordseg-eval's scores in the order it prints them: (its name, the name of the same score here).
+WORDSEG_SCORES = (("token", "token"), ("type", "type"), ("boundary_all", "boundary_all"),
+                  ("boundary_noedge", "boundary"))
+
+
+def wordseg_scores(counts: "SegmentationCounts") -> Dict[str, Optional[float]]:
+    """The scores as wordseg-eval reports them: ``{token,type,boundary_all,boundary_noedge}_{precision,
+    recall,fscore}`` in its order, with None where the score is 0/0 (no predicted or no gold items)."""
+    out: Dict[str, Optional[float]] = {}
+    for theirs, ours in WORDSEG_SCORES:
+        correct, n_pred, n_gold = counts.counts(ours)
+        out[f"{theirs}_precision"] = correct / n_pred if n_pred else None
+        out[f"{theirs}_recall"] = correct / n_gold if n_gold else None
+        out[f"{theirs}_fscore"] = 2 * correct / (n_pred + n_gold) if n_pred + n_gold else None
+    return out
+
+
+def format_wordseg_scores(scores: Dict[str, Optional[float]]) -> str:
+    """`wordseg_scores` as wordseg-eval prints them: one ``name<TAB>value`` line each, 4 significant digits."""
+    return "\n".join(f"{name}\t{'%.4g' % value if value is not None else 'None'}" for name, value in scores.items())
 
 
 def format_scores(scores: Dict[str, float]) -> str:
@@ -201,6 +238,15 @@ def iter_segmented(
         yield lineno, words
 
 
+def iter_wordseg_segmented(path: Union[str, os.PathLike]) -> Iterator[Tuple[int, List[str]]]:
+    """``(lineno, words)`` of a segmented file as wordseg-eval reads it: each line stripped, blank lines
+    left out, the words separated by spaces (a tab is part of a word)."""
+    for lineno, text in iter_lines(path):
+        text = text.strip()
+        if text:
+            yield lineno, [w for w in text.split(" ") if w]
+
+
 def _read_numbered(path, sep: Optional[str], drop_empty: bool) -> Tuple[List[int], List[List[str]]]:
     numbered = list(iter_segmented(path, sep=sep, drop_empty=drop_empty))
     return [lineno for lineno, _ in numbered], [words for _, words in numbered]
@@ -220,6 +266,29 @@ def read_segmented(
     ``k`` is line ``k``; ``drop_empty=True`` removes them instead.
     """
     return _read_numbered(path, sep, drop_empty)[1]
+
+
+def score_numbered(
+    pred: Sequence[Tuple[int, Sequence[str]]],
+    gold: Sequence[Tuple[int, Sequence[str]]],
+    pred_name: str,
+    gold_name: str,
+    exclude: Optional[Iterable[str]] = None,
+) -> SegmentationCounts:
+    """The counts of predicted against gold utterances, each ``(lineno, words)``, paired in order.
+
+    Errors are one line naming file and line: differing utterance counts, or
+    an utterance whose characters differ.
+    """
+    if len(pred) != len(gold):
+        raise ValueError(f"{pred_name} has {len(pred)} utterances but {gold_name} has {len(gold)}")
+    counts = SegmentationCounts(exclude)
+    for (pl, p), (gl, g) in zip(pred, gold):
+        if "".join(p) != "".join(g):
+            raise ValueError(f"{pred_name}:{pl}: characters {''.join(p)!r} differ from {gold_name}:{gl}: "
+                             f"{''.join(g)!r}")
+        counts.add(p, g)
+    return counts
 
 
 def evaluate_files(
@@ -242,11 +311,7 @@ def evaluate_files(
     if len(pred) != len(gold):
         what = "non-empty lines" if drop_empty else "lines"
         raise ValueError(f"{pn} has {len(pred)} {what} but {gn} has {len(gold)}")
-    for pl, gl, p, g in zip(p_lines, g_lines, pred, gold):
-        if "".join(p) != "".join(g):
-            raise ValueError(
-                f"{pn}:{pl}: characters {''.join(p)!r} differ from {gn}:{gl}: {''.join(g)!r}")
-    return segmentation_scores(pred, gold, exclude=exclude)
+    return score_numbered(list(zip(p_lines, pred)), list(zip(g_lines, gold)), pn, gn, exclude).scores()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

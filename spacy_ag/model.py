@@ -32,7 +32,9 @@ from .grammar.checks import uncovered_error
 from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
 from .errors import Errors, ModelFileError, TextError
 from .serialize import state_from_arrays
-from .settings import AUTO_MAX_SPAN, OnlineSettings, SamplerSettings, SettingError, check, normalized
+from .settings import (
+    AUTO_MAX_SPAN, AUTO_UNITS, OnlineSettings, SamplerSettings, SettingError, check, normalized, resolve_units,
+)
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
     default_workers, run_chains, words_from_key,
@@ -42,11 +44,13 @@ from .online_training import (
     variational_from_arrays,
 )
 from .text_units import (
-    DEFAULT_UNITS, LEGACY_UNITS, check_text, check_units, is_control, is_hard_boundary, terminals, text_units,
+    LEGACY_UNITS, check_text, check_units, is_control, is_hard_boundary, terminals, text_units,
 )
 from .tree import Tree
 
 INFERENCE_MODES = ("mcmc", "vb", "online")
+#: The defaults of `AdaptorGrammar.fit`'s keywords: [training]'s, written once in `TrainingSettings`.
+_RUN = TrainingSettings
 ARCHIVE_KIND = "model"
 #: The longest unbroken run of text parsed by a grammar whose chart cannot be banded (an adapted
 #: nonterminal without max_span), and the most memory any run's charts may take. A full chart takes
@@ -74,15 +78,21 @@ class AdaptorGrammar:
     grammar; it makes parsing linear in the length of a text.
 
     In `mode="chars"` a terminal is an extended grapheme cluster
-    (`units="graphemes"`, the default) or a code point (`units="codepoints"`),
-    see `spacy_ag.text_units`; the units are saved with the model.
+    (`units="graphemes"`), a code point (`units="codepoints"`) or a grapheme
+    with every run of digits and Latin letters as one terminal
+    (`units="alnum-runs"`), see `spacy_ag.text_units`; the default,
+    `units="auto"`, takes the units of `lang` (a spaCy language code: alnum-runs
+    for zh, ja and th, as `spacy-ag init-config --lang` writes; graphemes for
+    any other language and without one). The units are saved with the model.
+
+    The defaults of `fit` are the [training] defaults (`TrainingSettings`).
     """
 
     def __init__(self, grammar: Union[Grammar, PathLike], *, segment_category: str = "Word",
                  mode: str = "chars", split_at: Optional[Iterable[str]] = None,
                  sampler: Optional[SamplerSettings] = None, inference: str = "mcmc",
-                 online: Optional[OnlineSettings] = None, units: str = DEFAULT_UNITS,
-                 max_span: int = AUTO_MAX_SPAN, **grammar_options):
+                 online: Optional[OnlineSettings] = None, units: str = AUTO_UNITS,
+                 max_span: int = AUTO_MAX_SPAN, lang: Optional[str] = None, **grammar_options):
         if not isinstance(grammar, Grammar):
             grammar = read_grammar(grammar, **grammar_options)
         if max_span < 1:
@@ -91,7 +101,7 @@ class AdaptorGrammar:
         self.grammar = grammar
         self.segment_category = segment_category
         self.mode = mode
-        self.units = check_units(units)
+        self.units = check_units(resolve_units(units, lang))
         self.split_at = frozenset(split_at) if split_at else None
         # checked and normalised (4 -> 4.0 for a float setting), so a saved model reads back to the same bytes
         self.sampler = normalized(sampler or SamplerSettings(), "sampler")
@@ -156,13 +166,13 @@ class AdaptorGrammar:
             raise ValueError(f"{corpus.path or 'corpus'}: no text to train on")
         return self.compiled
 
-    def fit(self, corpus: Union[Corpus, PathLike, Sequence[str]], *, iterations: int = 2000,
-            chains: int = 1, seed: int = 0, burn_in: Optional[int] = None, sample_every: int = 10,
-            callback: Optional[TraceCallback] = None, checkpoint_dir: Optional[PathLike] = None,
-            checkpoint_every: int = 50, resume: bool = False, workers: int = 0,
-            gold: Optional[Sequence[Sequence[str]]] = None, eval_every: int = 0,
-            eval_at: Sequence[int] = (), backend: Optional[str] = None,
-            ray_address: Optional[str] = None) -> "AdaptorGrammar":
+    def fit(self, corpus: Union[Corpus, PathLike, Sequence[str]], *, iterations: int = _RUN.iterations,
+            chains: int = _RUN.chains, seed: int = _RUN.seed, burn_in: Optional[int] = _RUN.burn_in,
+            sample_every: int = _RUN.sample_every, callback: Optional[TraceCallback] = None,
+            checkpoint_dir: Optional[PathLike] = None, checkpoint_every: int = _RUN.checkpoint_every,
+            resume: bool = False, workers: int = _RUN.workers, gold: Optional[Sequence[Sequence[str]]] = None,
+            eval_every: int = _RUN.eval_every, eval_at: Sequence[int] = _RUN.eval_at,
+            backend: Optional[str] = None, ray_address: Optional[str] = None) -> "AdaptorGrammar":
         """Train by MCMC; keep samples for maximum-marginal decoding (3.15).
 
         `gold`, one word list per corpus sentence, adds `token_f` to the trace
@@ -645,7 +655,16 @@ class AdaptorGrammar:
         S = self.state
         tree = self._pool_tree(int(S.tab_label[table]), start)
         tree.cached = True
+        tree.customers = self.table_uses(table)
         return tree
+
+    def table_uses(self, table: int) -> Union[int, float]:
+        """How often the training corpus used a table: its customers (MCMC), or its expected uses
+        (vb, online: decayed sentence counts plus uses in other entries), as `cache` counts them."""
+        S = self.state
+        if self.variational is not None:
+            return float(self.variational.ft[table] + S.tab_count[table])
+        return int(S.tab_count[table])
 
     def _pool_tree(self, node: int, start: int) -> Tree:
         S, names, terminals = self.state, self.compiled.symbol_names, self.compiled.terminals

@@ -88,6 +88,9 @@ class VariationalRun:
         self.trace_kept = trace_kept  # 0: every line; else about the last this many (a stream's)
         self.epoch = 0
         self.position = 0
+        #: seconds of the calls since the last trace line, so that a line's "seconds" is the
+        #: training time since the previous line (what `spacy-ag plot` sums)
+        self.untraced_seconds = 0.0
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
@@ -134,7 +137,10 @@ class VariationalRun:
         pending Ctrl-C. `epoch` and `position` already count the minibatch (and at the end of a
         pass name the next one), so an interrupt in the report resumes cleanly."""
         learner = self.learner
+        self.untraced_seconds += line.get("seconds", 0.0)
         if "pruned" in line or end or (self.eval_every and learner.minibatches % self.eval_every == 0):
+            line["seconds"] = self.untraced_seconds
+            self.untraced_seconds = 0.0
             self._line(line, end)
         if self.checkpoint and ((self.checkpoint_every and learner.minibatches % self.checkpoint_every == 0)
                                 or end):

@@ -23,15 +23,22 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Ty
 from .errors import ConfigError
 
 __all__ = [
+    "AUTO_UNITS",
     "DEFAULT_A",
     "DEFAULT_B",
+    "CORPUS_FORMATS",
+    "GOLD_FORMATS",
     "SECTIONS",
+    "TEXT_CORPUS_FORMATS",
     "GrammarSettings",
+    "LANGUAGE_UNITS",
     "OnlineSettings",
     "ParserSettings",
     "SamplerSettings",
+    "SegmentedCorpusSettings",
     "SegmenterSettings",
     "SettingError",
+    "TextCorpusSettings",
     "TopicComponentSettings",
     "TopicSettings",
     "TrainingSettings",
@@ -39,7 +46,9 @@ __all__ = [
     "defaults",
     "help_of",
     "normalized",
+    "resolve_units",
     "topic_online_settings",
+    "units_for_language",
 ]
 
 T = TypeVar("T")
@@ -77,13 +86,37 @@ def setting(default: Any = dataclasses.MISSING, help: str = "", *, low: Optional
 UNIT_CHOICES = ("graphemes", "codepoints", "alnum-runs")
 
 
-def units_setting() -> Any:
-    """The one definition of the ``units`` setting, shared by every group that reads text."""
-    return setting("graphemes", "terminals are extended grapheme clusters (graphemes: letters with their "
-                                "combining marks, emoji sequences), single code points (codepoints), or "
-                                "graphemes with each run of digits and Latin letters as one terminal "
-                                "(alnum-runs: numbers and Latin words inside Chinese or Japanese text)",
-                   choices=UNIT_CHOICES)
+#: ``units = "auto"`` in a component that knows its language (the segmenter, ``ag_parser``): the units
+#: of `LANGUAGE_UNITS` for ``nlp.lang`` (`units_for_language`).
+AUTO_UNITS = "auto"
+
+#: Languages written without spaces whose text embeds numbers and Latin words: one terminal per run of
+#: digits and Latin letters, so that ``2001年GDP`` is ``2001``, ``年``, ``GDP`` and not ``2``, ``001年``, ...
+#: (graphemes would leave a digit or letter next to a CJK character in one unit). `spacy-ag init-config
+#: --lang` writes these units and ``units = "auto"`` resolves to them; every other language gets graphemes.
+LANGUAGE_UNITS: Dict[str, str] = {"zh": "alnum-runs", "ja": "alnum-runs", "th": "alnum-runs"}
+
+
+def units_for_language(lang: Optional[str]) -> str:
+    """The text units of `lang` (a spaCy language code): `LANGUAGE_UNITS`, else graphemes."""
+    return LANGUAGE_UNITS.get(lang or "", UNIT_CHOICES[0])
+
+
+def resolve_units(units: str, lang: Optional[str]) -> str:
+    """`units`, with "auto" replaced by the units of `lang` (`units_for_language`)."""
+    return units_for_language(lang) if units == AUTO_UNITS else units
+
+
+def units_setting(by_language: bool = False) -> Any:
+    """The one definition of the ``units`` setting, shared by every group that reads text; with
+    `by_language` (a component that knows ``nlp.lang``) its default is "auto", the units of the language."""
+    help_text = ("terminals are extended grapheme clusters (graphemes: letters with their combining marks, emoji "
+                 "sequences), single code points (codepoints), or graphemes with each run of digits and Latin "
+                 "letters as one terminal (alnum-runs: numbers and Latin words inside Chinese or Japanese text)")
+    if by_language:
+        return setting(AUTO_UNITS, help_text + '; "auto": alnum-runs for ' + ", ".join(sorted(LANGUAGE_UNITS))
+                       + ", graphemes for every other nlp.lang", choices=UNIT_CHOICES + (AUTO_UNITS,))
+    return setting(UNIT_CHOICES[0], help_text, choices=UNIT_CHOICES)
 
 
 #: The default longest yield, in terminals, of an adapted nonterminal (``max_span``). Long enough for any word or collocation of the corpora we know
@@ -258,12 +291,66 @@ class GrammarSettings:
     max_span: int = max_span_setting()
 
 
+#: How a file of utterances is written (docs/input-formats.md): plain text, one utterance per line
+#: ("text"); wordseg's tagged text, each unit followed by a space and the words and syllables ended by
+#: ";eword" and ";esyll" ("wordseg-tags"); wordseg-prep's output, the units separated by spaces
+#: ("wordseg-prepared").
+CORPUS_FORMATS = ("text", "wordseg-tags", "wordseg-prepared")
+#: The formats of gold words: segmented text (words separated by spaces, as `wordseg-prep --gold`
+#: writes them) or wordseg's tagged text (a word ends at each ";eword").
+GOLD_FORMATS = ("text", "wordseg-tags")
+#: The formats of the raw training text of a pipeline (`spacy-ag.TextCorpus.v1`): JSONL records
+#: ``{"text": ...}``, one of `CORPUS_FORMATS`, or "auto": JSONL for a .jsonl or .json file, text for a
+#: .txt file, else JSONL when the first non-blank line is a JSON object.
+TEXT_CORPUS_FORMATS = ("auto", "jsonl") + CORPUS_FORMATS
+
+
+#: What each format of `TEXT_CORPUS_FORMATS` is, for the help lines.
+_FORMAT_HELP = {
+    "auto": "auto (jsonl for a .jsonl or .json file, text for a .txt file, else by the first non-blank line)",
+    "jsonl": 'jsonl (one {"text": ...} per line)',
+    "text": "text (one utterance per line)",
+    "wordseg-tags": "wordseg-tags (wordseg's tagged text: units followed by spaces, ;esyll and ;eword ending "
+                    "syllables and words; the gold words are the ;eword words, syllables are not used)",
+    "wordseg-prepared": "wordseg-prepared (wordseg-prep's output: units separated by spaces, no word boundaries)",
+}
+
+
+def corpus_format_setting(default: str = "text", choices: Sequence[str] = CORPUS_FORMATS) -> Any:
+    """The one definition of a corpus file's ``format``, shared by [corpus] and `TextCorpusSettings`."""
+    described = [_FORMAT_HELP[c] for c in choices]
+    return setting(default, "how the file is written: " + ", ".join(described[:-1]) + " or " + described[-1],
+                   choices=choices)
+
+
 @dataclass
 class CorpusSettings:
     """[corpus]: the training text."""
 
     path: Optional[str] = setting(None, "training file (one utterance per line)")
-    gold: bool = setting(False, "the file is gold-segmented: spaces are removed and score the result")
+    gold: bool = setting(False, "the file is gold-segmented: spaces are removed and score the result (format "
+                                "text; wordseg-tags always give gold words, wordseg-prepared never)")
+    format: str = corpus_format_setting()
+
+
+@dataclass
+class TextCorpusSettings:
+    """``spacy-ag.TextCorpus.v1``: the raw training text of a pipeline (reference = predicted)."""
+
+    format: str = corpus_format_setting("auto", TEXT_CORPUS_FORMATS)
+    min_length: int = setting(0, "skip texts of fewer tokens (0: no limit)", low=0)
+    max_length: int = setting(0, "skip texts of more tokens (0: no limit)", low=0)
+    limit: int = setting(0, "read at most this many texts (0: all)", low=0)
+
+
+@dataclass
+class SegmentedCorpusSettings:
+    """``spacy-ag.SegmentedCorpus.v1``: gold words, one utterance per line."""
+
+    format: str = setting("text", "text (words separated by spaces, as wordseg-prep --gold writes them) or "
+                                  "wordseg-tags (wordseg's tagged text: a word ends at each ;eword)",
+                          choices=GOLD_FORMATS)
+    limit: int = setting(0, "read at most this many utterances (0: all)", low=0)
 
 
 @dataclass
@@ -310,19 +397,30 @@ class TopicModelSettings:
     a: float = setting(0.0, "Pitman-Yor a of every topic", low=0.0, high=1.0, high_open=True)
     b: Union[float, str] = setting(TOPIC_B, 'Pitman-Yor b of every topic, or "auto": tokens / (2 n_topics)',
                                    low=0.0, low_open=True, choices=("auto",))
-    passes: int = setting(1, "online passes over the documents", low=1)
+    # online on de-news (K = 20, docs/benchmarks.md "Online topics: the knobs"): c_npmi .035 after 1 pass, .053
+    # after 3, .063 after 5, .053 after 15
+    passes: int = setting(5, "online passes over the documents (inference = online)", low=1)
     local_iterations: int = setting(20, "a document's proportions: fixed-point iterations (online), or Gibbs "
                                         "sweeps of a new document, half of them burn-in (gibbs)", low=1)
     units: str = units_setting()
-    inference: str = setting("online", "how the topics are learned: online passes (streams) or collapsed Gibbs "
-                                       "sweeps (a corpus in memory; needs a = 0)", choices=TOPIC_INFERENCE)
+    # a corpus in memory is learned by Gibbs sweeps: on de-news (K = 20, docs/benchmarks.md "What makes
+    # the topics coherent") c_npmi .094 against .038 online; streams, partial_fit and spaCy's updates are
+    # online whatever this says
+    inference: str = setting("gibbs", "how a corpus in memory is learned: collapsed Gibbs sweeps (gibbs; needs "
+                                      "a = 0) or online passes (online); a stream, partial_fit and spaCy's updates "
+                                      "are always online", choices=TOPIC_INFERENCE)
     sweeps: int = setting(300, "Gibbs sweeps (inference = gibbs)", low=1)
     alpha_every: int = setting(10, "Gibbs: refit the asymmetric document prior alpha every this many sweeps "
                                    "(0: keep it fixed)", low=0)
     sample_b: bool = setting(True, "Gibbs: sample every topic's b (and the lexicon's) after every sweep, from "
                                    "a Gamma(0.1, 10) prior; b is then where the chains start")
-    word_adapted: bool = setting(False, "a shared lexicon: an adapted WORD (a = 0, b = 100) between the topics and "
-                                         "the spelling")
+    # with Gibbs sweeps and sampled b the lexicon lifts c_npmi from .075 to .094 (de-news, K = 20);
+    # online it changes nothing measurable (.031 against .038, within the seeds' spread)
+    word_adapted: bool = setting(True, "a shared lexicon: an adapted WORD (a = 0, b = 100) between the topics and "
+                                        "the spelling")
+    history_every: int = setting(25, "Gibbs: record every topic's top words every this many sweeps, for "
+                                     "`spacy-ag topics --history` (0: only after the last sweep; online records "
+                                     "them at every pruning, online.refine_every)", low=0)
 
 
 @dataclass
@@ -353,10 +451,10 @@ class TopicRunSettings:
 # ---------------------------------------------------------------- spaCy components
 
 
-def online_updates_setting() -> Any:
+def online_updates_setting(default: bool = True) -> Any:
     """The one definition of ``online_updates``, shared by the components that spaCy's loop updates."""
-    return setting(True, "spaCy's update makes an online step (false: the fit of initialize is final and "
-                         "spaCy's loop leaves it as it is)")
+    return setting(default, "spaCy's update makes an online step (false: the fit of initialize is final and "
+                            "spaCy's loop leaves it as it is)")
 
 
 @dataclass
@@ -375,7 +473,7 @@ class FittedGrammarSettings:
     ray_address: Optional[str] = ray_address_setting()
     sampler: Dict[str, Any] = setting(help="MCMC settings (any [sampler] key, e.g. anneal_start = 3.0)",
                                       factory=dict)
-    units: str = units_setting()
+    units: str = units_setting(by_language=True)
     max_span: int = max_span_setting()
 
 
@@ -420,7 +518,10 @@ class TopicComponentSettings(TopicModelSettings):
     prefix: str = setting("TOPIC_", "prefix of the doc.cats labels")
     batch_size: int = setting(TOPIC_ONLINE_DEFAULTS["batch_size"], "documents per online minibatch", low=1)
     truncation: int = setting(TOPIC_ONLINE_DEFAULTS["default_truncation"], "entries kept per topic", low=1)
-    online_updates: bool = online_updates_setting()
+    # the topics of initialize's Gibbs sweeps are final: online steps would move them towards the online
+    # topics, far less coherent (docs/benchmarks.md "What makes the topics coherent"); true learns from
+    # spaCy's updates (no initialize)
+    online_updates: bool = online_updates_setting(False)
 
 
 #: Engine config sections -> settings group.

@@ -8,16 +8,25 @@ Everything is deterministic given ``seed`` (numpy's ``default_rng``).
 `iter_corpus` draws a corpus of any size block by block, so that a
 benchmark can write ten million characters to a file in the memory of one
 block.
+
+The other two tasks get made-up data with a planted answer too:
+`generate_morphology` a word list built from stems and inflection-class
+suffixes, with the analyses it was built from (scored as Morpho Challenge
+boundaries), and `generate_topic_corpus` documents drawn from topics with
+disjoint vocabularies, with each document's topic proportions (scored by how
+well the learned topics recover the planted ones).
 """
 from __future__ import annotations
 
 import os
 import string
-from typing import Iterable, Iterator, List, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["generate_corpus", "iter_corpus", "make_lexicon", "write_gold", "write_raw"]
+__all__ = ["PlantedMorphology", "PlantedTopics", "generate_corpus", "generate_morphology", "generate_topic_corpus",
+           "iter_corpus", "make_lexicon", "write_gold", "write_raw"]
 
 
 def make_lexicon(
@@ -154,3 +163,139 @@ def write_raw(path: Union[str, os.PathLike], utterances: Iterable[Sequence[str]]
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for utt in utterances:
             f.write("".join(utt) + "\n")
+
+
+# ---------------------------------------------------------------- morphology
+
+
+@dataclass
+class PlantedMorphology:
+    """A made-up morphology and the word list it spells.
+
+    ``analyses`` maps every word to its planted analyses (lists of morphs that
+    spell it). A word is usually built one way; when two (stem, suffix) pairs
+    happen to spell the same string, both analyses are kept, as Morpho
+    Challenge gold files list alternatives.
+    """
+
+    stems: List[str]
+    suffixes: List[List[str]]  # per inflection class; "" is the bare stem
+    analyses: Dict[str, List[List[str]]]
+
+    @property
+    def words(self) -> List[str]:
+        return list(self.analyses)
+
+    def gold_lines(self) -> List[str]:
+        """Morpho Challenge gold lines, ``word<TAB>stem suffix[, alternative]`` (bare surfaces)."""
+        return [f"{word}\t" + ", ".join(" ".join(morphs) for morphs in alternatives)
+                for word, alternatives in self.analyses.items()]
+
+
+def generate_morphology(
+    n_stems: int,
+    *,
+    classes: int = 3,
+    suffixes_per_class: int = 4,
+    forms_per_stem: int = 3,
+    alphabet: str = string.ascii_lowercase,
+    stem_lengths: Tuple[int, int] = (3, 6),
+    suffix_lengths: Tuple[int, int] = (1, 3),
+    seed: int = 0,
+) -> PlantedMorphology:
+    """Word types of a made-up inflectional morphology, with their planted analyses.
+
+    Each stem belongs to one of ``classes`` inflection classes; each class has
+    ``suffixes_per_class`` suffixes (a suffix may serve several classes, as
+    English ``-s`` does) and the bare stem. A stem shows up in
+    ``forms_per_stem`` of its class's forms (at least two, so that a
+    learner can see the stem repeat), so the words are ``stem`` and
+    ``stem+suffix``, each listed once (word types, the usual unit for
+    morphology). Stems and suffixes are random strings over ``alphabet``;
+    everything is deterministic given ``seed``.
+    """
+    if n_stems < 1 or classes < 1 or suffixes_per_class < 1 or forms_per_stem < 2:
+        raise ValueError(f"need n_stems, classes, suffixes_per_class >= 1 and forms_per_stem >= 2, got "
+                         f"{n_stems}, {classes}, {suffixes_per_class}, {forms_per_stem}")
+    if forms_per_stem > suffixes_per_class + 1:
+        raise ValueError(f"forms_per_stem = {forms_per_stem} needs at least {forms_per_stem - 1} suffixes per class")
+    rng = np.random.default_rng((seed, 0x5EED))
+    stems = make_lexicon(n_stems, alphabet=alphabet, min_len=stem_lengths[0], max_len=stem_lengths[1],
+                         seed=int(rng.integers(2 ** 32)))
+    pool = make_lexicon(max(suffixes_per_class, (classes * suffixes_per_class * 2) // 3), alphabet=alphabet,
+                        min_len=suffix_lengths[0], max_len=suffix_lengths[1], seed=int(rng.integers(2 ** 32)))
+    suffixes = [[""] + [pool[i] for i in sorted(rng.choice(len(pool), size=suffixes_per_class, replace=False))]
+                for _ in range(classes)]
+    analyses: Dict[str, List[List[str]]] = {}
+    for stem in stems:
+        forms = suffixes[int(rng.integers(classes))]
+        for j in sorted(rng.choice(len(forms), size=forms_per_stem, replace=False)):
+            morphs = [stem, forms[j]] if forms[j] else [stem]
+            alternatives = analyses.setdefault(stem + forms[j], [])
+            if morphs not in alternatives:
+                alternatives.append(morphs)
+    return PlantedMorphology(stems, suffixes, analyses)
+
+
+# ---------------------------------------------------------------- topics
+
+
+@dataclass
+class PlantedTopics:
+    """Documents drawn from planted topics, and what was planted.
+
+    ``vocabularies[k]`` are topic k's words, most probable first (the
+    vocabularies are disjoint); ``proportions[d]`` is document d's drawn
+    topic mixture and ``token_topics[d]`` the planted topic of each of its
+    tokens.
+    """
+
+    vocabularies: List[List[str]]
+    documents: List[List[str]]
+    proportions: np.ndarray
+    token_topics: List[List[int]]
+
+    def dominant_topics(self) -> List[int]:
+        """Each document's planted topic with the most tokens (ties: the lower index)."""
+        k = len(self.vocabularies)
+        return [int(np.bincount(z, minlength=k).argmax()) for z in self.token_topics]
+
+
+def generate_topic_corpus(
+    n_topics: int,
+    n_documents: int,
+    *,
+    words_per_topic: int = 40,
+    document_length: int = 40,
+    alpha: float = 0.1,
+    zipf: float = 1.0,
+    alphabet: str = string.ascii_lowercase,
+    seed: int = 0,
+) -> PlantedTopics:
+    """Documents of an LDA with planted topics over made-up words.
+
+    Topic k is a Zipfian distribution (``∝ rank**-zipf``) over its own
+    ``words_per_topic`` words; no word belongs to two topics. A document
+    draws its proportions from a symmetric Dirichlet(``alpha``) (a small
+    alpha: a document mostly about one topic), its length from
+    ``1 + Poisson(document_length - 1)``, then every token's topic from its
+    proportions and the token from that topic.
+    """
+    if n_topics < 1 or n_documents < 1 or words_per_topic < 1 or document_length < 1 or alpha <= 0:
+        raise ValueError(f"need n_topics, n_documents, words_per_topic, document_length >= 1 and alpha > 0, got "
+                         f"{n_topics}, {n_documents}, {words_per_topic}, {document_length}, {alpha}")
+    rng = np.random.default_rng((seed, 0x70B1C))
+    words = make_lexicon(n_topics * words_per_topic, alphabet=alphabet, min_len=3, max_len=7,
+                         seed=int(rng.integers(2 ** 32)))
+    vocabularies = [words[k * words_per_topic:(k + 1) * words_per_topic] for k in range(n_topics)]
+    word_probs = _zipf_probs(words_per_topic, zipf)
+    proportions = rng.dirichlet(np.full(n_topics, alpha), size=n_documents)
+    lengths = 1 + rng.poisson(document_length - 1, size=n_documents)
+    documents: List[List[str]] = []
+    token_topics: List[List[int]] = []
+    for theta, n in zip(proportions, lengths):
+        z = rng.choice(n_topics, size=int(n), p=theta)
+        w = rng.choice(words_per_topic, size=int(n), p=word_probs)
+        documents.append([vocabularies[k][i] for k, i in zip(z, w)])
+        token_topics.append([int(k) for k in z])
+    return PlantedTopics(vocabularies, documents, proportions, token_topics)

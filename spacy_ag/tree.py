@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, List, Union
+from typing import Iterator, List, Optional, Union
 
 
 @dataclass
@@ -14,6 +14,9 @@ class Tree:
     adapted: bool = False
     #: True when the subtree is a reused cache entry (a table of the adaptor).
     cached: bool = False
+    #: For a cached subtree, how often the training corpus used its table: the table's customers
+    #: (MCMC) or its expected uses (vb, online); None otherwise.
+    customers: Optional[Union[int, float]] = None
 
     def leaves(self) -> List[str]:
         out: List[str] = []

@@ -70,7 +70,7 @@ def _site_folder(root: Path) -> Path:
 def _source_copy(root: Path) -> Path:
     src = root / "spacy-ag-src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):  # LICENSE: pyproject's license-files
         shutil.copy(REPO / name, src / name)
     shutil.copytree(REPO / "spacy_ag", src / "spacy_ag",
                     ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.pyc"))

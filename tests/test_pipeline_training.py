@@ -302,7 +302,8 @@ def test_code_option_and_empty_dev_corpus(data, tmp_path):
     raw.write_text("".join("".join(u) + "\n" for u in data["gold"]))
     config = tmp_path / "c.cfg"
     text = init_config_text(phonemes=True, iterations=4)
-    reader = '[corpora.train]\n@readers = "spacy.JsonlCorpus.v1"\npath = ${paths.train}\nmin_length = 0\nmax_length = 0\nlimit = 0\n'
+    reader = ('[corpora.train]\n@readers = "spacy-ag.TextCorpus.v1"\npath = ${paths.train}\nformat = "auto"\n'
+              'min_length = 0\nmax_length = 0\nlimit = 0\n')
     assert reader in text
     config.write_text(text.replace(reader, '[corpora.train]\n@readers = "test.plain_lines.v1"\npath = null\n'))
     result = run("train", config, "--output", tmp_path / "out", "--code", code, "--corpora.train.path", raw)
@@ -385,17 +386,14 @@ def test_observe_fitting_hook(data):
 # ---------------------------------------------------------------- the weasel project
 
 
-def test_readme_has_the_project_document(tmp_path):
+def test_docs_have_the_project_document(tmp_path):
     from weasel.cli.document import project_document
 
     project_document(REPO, tmp_path / "doc.md", no_emoji=False)
     generated = (tmp_path / "doc.md").read_text(encoding="utf8").strip()
-    readme = (REPO / "README.md").read_text(encoding="utf8")
-    assert generated in readme, "README.md is out of date: run `spacy project document --output README.md`"
-    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
-    blocks = [b.split("```", 1)[0].strip() for b in quickstart.split("```bash")[1:]]
-    assert blocks == ["pip install . && spacy project run all",
-                      'pip install -e ".[test,ray]" && python -m pytest -q']
+    page = (REPO / "docs" / "spacy-project.md").read_text(encoding="utf8")
+    assert generated in page, \
+        "docs/spacy-project.md is out of date: run `spacy project document --output docs/spacy-project.md`"
 
 
 def _project_copy(tmp_path):
@@ -408,13 +406,14 @@ def _project_copy(tmp_path):
 
 
 @pytest.mark.slow
-def test_project_workflow_all_offline(tmp_path):
-    """`spacy project run all` on the default (generated) corpus, smaller and shorter."""
+def test_project_workflow_segmentation_offline(tmp_path):
+    """`spacy project run segmentation` on the default (generated) corpus, smaller and shorter (the
+    morphology and topic workflows: tests/test_project_workflows.py)."""
     from weasel.cli.run import project_run
 
     root = _project_copy(tmp_path)
     overrides = {"vars.synthetic_utterances": 300, "vars.iterations": 20, "vars.name": "ag_test"}
-    project_run(root, "all", overrides=overrides, capture=True)
+    project_run(root, "segmentation", overrides=overrides, capture=True)
     scores = srsly.read_json(root / "metrics" / "synthetic.json")
     assert scores["token_f"] > 0.5 and 0.0 <= scores["boundary_f"] <= 1.0 and "lexicon_f" in scores
     spacy_scores = srsly.read_json(root / "metrics" / "synthetic-spacy.json")

@@ -138,7 +138,9 @@ def test_lone_surrogate_is_one_clear_error():
 
 def test_the_units_setting():
     for cls in (GrammarSettings, FittedGrammarSettings, TopicModelSettings):
-        assert check(cls, {"path": "g"} if cls is GrammarSettings else {}, "x").units == "graphemes"
+        # a component knows nlp.lang, so its default is the units of the language (resolve_units)
+        expected = "auto" if cls is FittedGrammarSettings else "graphemes"
+        assert check(cls, {"path": "g"} if cls is GrammarSettings else {}, "x").units == expected
         with pytest.raises(SettingError, match="units must be one of"):
             check(cls, {"units": "bytes"}, "x")
     assert UNITS == ("graphemes", "codepoints", "alnum-runs")

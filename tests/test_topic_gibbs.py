@@ -220,18 +220,22 @@ def test_gibbs_inference_is_per_document_and_thread_independent(gibbs_model, cor
 
 
 def test_gibbs_resumes_from_a_checkpoint_exactly(corpus, tmp_path):
-    whole = TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True).fit(corpus, seed=5)
+    whole = TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True, history_every=5).fit(corpus, seed=5)
     checkpoint = tmp_path / "gibbs.npz"
     lines = []
-    interrupted = TopicModel(K, inference="gibbs", sweeps=13, word_adapted=True)  # stops after 13 of 20
+    # stops after 13 of 20
+    interrupted = TopicModel(K, inference="gibbs", sweeps=13, word_adapted=True, history_every=5)
     interrupted.fit_gibbs(corpus, seed=5, checkpoint=checkpoint, checkpoint_every=6, callback=lines.append)
     assert [line["iteration"] for line in lines] == list(range(1, 14))
     assert all(np.isfinite(line["log_posterior"]) for line in lines)
-    resumed = TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True)
+    resumed = TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True, history_every=5)
     resumed.fit_gibbs(corpus, seed=5, checkpoint=checkpoint, resume=True, callback=lines.append)
     assert [line["iteration"] for line in lines[13:]] == list(range(13, 21))  # from the checkpoint at 12
     assert np.array_equal(resumed.get_topics()[0], whole.get_topics()[0])
     assert np.array_equal(resumed.learner.alpha, whole.learner.alpha)
+    # the rankings of sweeps 5 and 10 came back from the checkpoint: the history is the uninterrupted one
+    assert [snap["sweep"] for snap in whole.history] == [5, 10, 15, 20]
+    assert resumed.history == whole.history
     with pytest.raises(ModelFileError, match="E073"):
         TopicModel(K, inference="gibbs", sweeps=20, word_adapted=True).fit_gibbs(
             corpus, seed=6, checkpoint=checkpoint, resume=True)
@@ -315,7 +319,9 @@ def test_online_training_with_a_shared_lexicon(corpus, vocab):
     from test_topics import SETTINGS
     from spacy_ag.topics import default_topic_settings
 
-    model = TopicModel(K, word_adapted=True, online=default_topic_settings(**SETTINGS)).fit(corpus, passes=3, seed=0)
+    model = TopicModel(K, inference="online", word_adapted=True,
+                       online=default_topic_settings(**SETTINGS)).fit(corpus, passes=3, seed=0)
+    assert model.inference == "online"
     assert min(match_topics(model, vocab)[1]) >= 7
     assert model.learner.grammaton_sizes()["WORD"] > 0
 
@@ -326,17 +332,28 @@ def test_cli_trains_and_resumes_gibbs_topics(tmp_path, corpus, vocab):
     (tmp_path / "docs.txt").write_text("\n".join(" ".join(d) for d in corpus) + "\n", encoding="utf8")
     config = tmp_path / "topics.cfg"
     config.write_text(TOPIC_CONFIG.format(docs=tmp_path / "docs.txt"), encoding="utf8")
-    gibbs = ["--topics.inference", "gibbs", "--topics.sweeps", "20", "--training.checkpoint_every", "8"]
+    gibbs = ["--topics.inference", "gibbs", "--topics.sweeps", "20", "--training.checkpoint_every", "8",
+             "--topics.history_every", "5"]
     first = run(CliRunner(), "train", config, "--output", tmp_path / "out", *gibbs)
     assert first.exit_code == 0, first.output
     model = TopicModel.load(tmp_path / "out" / "model")
     assert model.inference == "gibbs" and min(match_topics(model, vocab)[1]) >= 7
+    assert [snap["sweep"] for snap in model.history] == [5, 10, 15, 20]
     trace = (tmp_path / "out" / "trace.jsonl").read_text(encoding="utf8").splitlines()
     assert len(trace) == 20
     assert (tmp_path / "out" / "checkpoints" / "gibbs.npz").exists()  # the one of sweep 16
     again = run(CliRunner(), "train", config, "--output", tmp_path / "out", *gibbs, "--resume")
     assert again.exit_code == 0, again.output
-    assert np.array_equal(TopicModel.load(tmp_path / "out" / "model").get_topics()[0], model.get_topics()[0])
+    resumed = TopicModel.load(tmp_path / "out" / "model")
+    assert np.array_equal(resumed.get_topics()[0], model.get_topics()[0])
+    assert resumed.history == model.history  # sweeps 5 and 10 from the checkpoint of sweep 16
+    # the rank history of a Gibbs model: one column per recorded sweep, the last the model's own ranking
+    shown = run(CliRunner(), "topics", tmp_path / "out" / "model", "--history", 0, "--top", 5)
+    assert shown.exit_code == 0, shown.output
+    rows = shown.stdout.strip().splitlines()
+    assert rows[0].split() == ["word", "5", "10", "15", "20"] and "Gibbs sweeps" in shown.stderr
+    assert [r.split()[0] for r in rows[1:]] == model.topics(5)[0]
+    assert [r.split()[-1] for r in rows[1:]] == ["1", "2", "3", "4", "5"]
 
 
 def test_component_learns_gibbs_topics(corpus, vocab):

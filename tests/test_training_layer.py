@@ -49,6 +49,8 @@ heldout_fraction = 0.2
 [topics]
 n_topics = 3
 passes = 2
+inference = "online"
+word_adapted = false
 
 [online]
 batch_size = 10

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["Batch", "Parse", "Segment", "TagTopics", "TaskOutput"]
+__all__ = ["Batch", "Parse", "SEGMENT_FORMATS", "Segment", "TagTopics", "TaskOutput"]
 
 #: Numbered lines of one input, 1-based as in the file.
 Batch = Sequence[Tuple[int, str]]
@@ -28,13 +28,26 @@ def _adaptor_grammar(data: bytes):
     return AdaptorGrammar.from_bytes(data, "<the model sent to the worker>")
 
 
+#: How `Segment` reads a line: plain text, or wordseg's prepared or tagged text (units separated by
+#: spaces, tags dropped), whose words it writes as wordseg does: units joined, words separated by spaces.
+SEGMENT_FORMATS = ("text", "wordseg")
+
+
 @dataclass(frozen=True)
 class Segment:
-    """`spacy-ag segment`: the words of each line joined by spaces, or with `level` each word's morphs."""
+    """`spacy-ag segment`: the words of each line joined by spaces, or with `level` each word's morphs.
+
+    With ``format="wordseg"`` a line is wordseg's prepared (or tagged) text:
+    its units are the terminals, whatever the model's mode, so a word
+    boundary only falls between units, and the output is wordseg's segmented
+    text, which wordseg-eval scores. A plain-text line that holds a
+    ``;eword`` token is refused (E150).
+    """
 
     category: Optional[str] = None
     level: Optional[str] = None
     batch_size: int = 1000
+    format: str = "text"
     label = "segmenting"
     load = staticmethod(_adaptor_grammar)
 
@@ -45,6 +58,10 @@ class Segment:
 
     def check(self, model) -> None:
         """Fail on options the model cannot serve, before any line is read."""
+        if self.format not in SEGMENT_FORMATS:
+            raise ValueError(f"--format must be one of {', '.join(SEGMENT_FORMATS)}, got {self.format!r}")
+        if self.level is not None and self.format != "text":
+            raise ValueError("--level analyses the words of plain text; it does not read --format wordseg")
         if self.category is not None:
             from ..grammar import check_categories
 
@@ -62,9 +79,20 @@ class Segment:
     def __call__(self, model, batch: Batch, source: str) -> TaskOutput:
         if self.level is not None:
             return self._levels(model, batch), []
+        from ..input_formats import has_wordseg_tags, wordseg_units
         from ..text_units import check_text
 
         texts = [check_text(text, f"{source}:{number}") for number, text in batch]
+        if self.format == "wordseg":
+            texts = [wordseg_units(text) for text in texts]
+        else:
+            for number, text in batch:
+                if has_wordseg_tags(text):
+                    from ..errors import Errors, TextError
+
+                    raise TextError(Errors.E150.format(path=source, line=number, expected="plain text",
+                                                       fix="--format wordseg reads wordseg's tagged and prepared "
+                                                           "text"))
         return [" ".join(words) for words in model.segment(texts, self.category)], []
 
     def _levels(self, model, batch: Batch) -> List[str]:

@@ -6,7 +6,8 @@ a pipeline directory), ``init-config`` (a starting pipeline config),
 ``segment`` and ``parse`` (apply a trained model, to a file or a
 directory), ``check-grammar``, ``evaluate`` (files or a pipeline),
 ``evaluate-morph`` (morph boundaries against a Morpho Challenge gold file),
-``topics``, ``evaluate-topics`` and ``tag-topics`` (topic models) and
+``topics``, ``evaluate-topics``, ``tag-topics`` and ``update-topics`` (topic models), ``plot`` (a
+training run's trace as a figure) and
 ``demo`` (a self-contained run on generated data). Each lives in its own module; ``_common`` holds what they share.
 
 Every expected failure (missing file, bad grammar, bad config, damaged model,
@@ -33,7 +34,7 @@ app = typer.Typer(
 
 # The command modules register themselves on `app` when imported, so `app`
 # must exist first; the import order is the order of `spacy-ag --help`.
-from . import train, init_config, segment_parse, grammar, evaluate, morph, topics, demo  # noqa: E402,F401
+from . import train, init_config, segment_parse, grammar, evaluate, morph, topics, update_topics, trace_plot, demo  # noqa: E402,F401
 from ._common import PROG  # noqa: E402
 
 __all__ = ["app", "main"]

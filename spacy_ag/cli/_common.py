@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import typer
 
@@ -83,6 +83,51 @@ def _require_file(path: Path, what: str) -> Path:
     if path.is_dir():
         raise IsADirectoryError(f"{what} {path} is a directory, expected a file")
     return path
+
+
+#: The spacy-ag components of a pipeline directory whose model a command uses, the first found wins
+#: (`resolve_model_dir`), and how the command's error line names them.
+SEGMENTER_MODEL = (("segmenter",), "segmenter (spacy-ag.Segmenter.v1 tokenizer)")
+PARSER_MODEL = (("parser", "segmenter"), "ag_parser or segmenter")
+TOPIC_MODEL = (("topics",), "ag_topics component")
+
+
+def model_archive(path: Path) -> Optional[Path]:
+    """`path` if it is a model archive directory, its model/ if it is the output of a training run, else None."""
+    from ..archive import is_archive
+
+    if is_archive(path):
+        return path
+    if is_archive(path / "model"):
+        return path / "model"
+    return None
+
+
+def resolve_model_dir(path: Path, wanted: Tuple[Sequence[str], str]) -> Path:
+    """The model archive a MODEL argument names, for every command that takes one.
+
+    MODEL is the archive directory itself, the output directory of an engine or
+    topic training run (its model/), or a pipeline directory (model-last of a
+    pipeline run), whose fitted spacy-ag components are found by their saved
+    settings (`spacy_ag.components.serialization.saved_components`): the first
+    of the kinds in `wanted` (e.g. `SEGMENTER_MODEL`) is used.
+    """
+    from ..components.serialization import saved_components
+    from ..errors import Errors, ModelFileError
+
+    kinds, components = wanted
+    if not path.exists():
+        raise ModelFileError(Errors.E060.format(path=path))
+    archive = model_archive(path)
+    if archive is not None:
+        return archive
+    by_kind: Dict[str, Path] = {}
+    for _, kind, model_dir in saved_components(path):
+        by_kind.setdefault(kind, model_dir)
+    for kind in kinds:
+        if kind in by_kind:
+            return by_kind[kind]
+    raise ModelFileError(Errors.E153.format(path=path, components=components))
 
 
 def _choice(value: str, options: Sequence[str], option: str) -> str:

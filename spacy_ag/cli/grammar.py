@@ -49,12 +49,17 @@ def check_grammar_cli(
 
     g = GrammarSettings()
     split_at = None
+    config_corpus = None  # the config's corpus, read as training reads it (corpus.format)
     if grammar_path.suffix == ".cfg":
         cfg = load_training_config(grammar_path)
         g = cfg.grammar
         split_at = cfg.split_at
         if corpus is None and cfg.train_path is not None and cfg.train_path.is_file():
             corpus = cfg.train_path
+            if mode is None:
+                from ..train.engine import training_corpus
+
+                config_corpus = training_corpus(cfg)[0]
         grammar_path = cfg.grammar_path
     settings = {"fmt": g.format, "mode": g.mode, "default_a": g.default_a, "default_b": g.default_b,
                 "default_weight": g.default_weight}
@@ -70,7 +75,8 @@ def check_grammar_cli(
     corpus_note = None
     if corpus is not None:
         _require_file(corpus, "corpus file")
-        text = read_corpus(corpus, mode=settings["mode"], split_at=split_at, units=g.units)
+        text = config_corpus if config_corpus is not None else read_corpus(corpus, mode=settings["mode"],
+                                                                            split_at=split_at, units=g.units)
         alphabet = text.alphabet()
         if has_class:
             grammar = expand_corpus_class(grammar, alphabet)

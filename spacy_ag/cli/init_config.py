@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..settings import SegmenterSettings
 from . import app
 from ._common import PROG, _errors_as_lines, good, info
 
@@ -20,16 +21,18 @@ def init_config_cli(
     grammar: str = typer.Option("unigram", "--grammar", "-g", help="unigram, colloc, colloc3 or a grammar file"),
     phonemes: bool = typer.Option(False, "--phonemes",
                                   help="Phoneme strings (Brent): only whitespace is a hard word boundary"),
-    iterations: int = typer.Option(200, "--iterations", "-n", help="Sampler iterations ([nlp.tokenizer])"),
-    chains: int = typer.Option(1, "--chains", help="Sampler chains ([nlp.tokenizer])"),
+    iterations: int = typer.Option(SegmenterSettings.iterations, "--iterations", "-n",
+                                   help="Sampler iterations ([nlp.tokenizer])"),
+    chains: int = typer.Option(SegmenterSettings.chains, "--chains", help="Sampler chains ([nlp.tokenizer])"),
 ) -> None:
     """Write a complete starting spaCy pipeline config, as `spacy init config` does.
 
     The config has the segmenter tokenizer with its sampler settings
-    ([nlp.tokenizer]), a raw-text corpus ([corpora.train], JSONL) and
+    ([nlp.tokenizer]), a raw-text corpus ([corpora.train]: plain text, one
+    text per line, JSONL or wordseg's formats; docs/input-formats.md) and
     optional gold dev data ([corpora.dev], segmented text). It passes
     `spacy debug config` and trains as is, with spaCy or with spacy-ag:
-    spacy-ag train OUTPUT --output DIR --paths.train train.jsonl
+    spacy-ag train OUTPUT --output DIR --paths.train train.txt
     """
     from ..train.init_config import init_config_text
 
@@ -37,9 +40,9 @@ def init_config_cli(
     if lang is not None:
         args += ["--lang", lang]
     args += ["--grammar", grammar] + (["--phonemes"] if phonemes else [])
-    if iterations != 200:
+    if iterations != SegmenterSettings.iterations:
         args += ["--iterations", str(iterations)]
-    if chains != 1:
+    if chains != SegmenterSettings.chains:
         args += ["--chains", str(chains)]
     text = init_config_text(lang=lang, grammar=grammar, phonemes=phonemes, iterations=iterations, chains=chains,
                             name=args[0], args=shlex.join(args))
@@ -52,5 +55,5 @@ def init_config_cli(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf8")
     good(f"Wrote {path}", err=True)
-    info(f"Train it: {PROG} train {path} --output training --paths.train train.jsonl [--paths.dev dev.txt]",
+    info(f"Train it: {PROG} train {path} --output training --paths.train train.txt [--paths.dev dev.txt]",
          err=True)

@@ -18,24 +18,17 @@ import typer
 
 from ..settings import BACKEND_CHOICES, ray_address_setting
 from . import app
-from ._common import _choice, _errors_as_lines, _require_file, good, warn
+from ._common import (
+    PARSER_MODEL, SEGMENTER_MODEL, _choice, _errors_as_lines, _require_file, good, resolve_model_dir, warn,
+)
 
 
-def _model_dir(path: Path) -> Path:
-    """Accept the model directory or a training output directory holding model/."""
-    from ..archive import is_archive
-
-    if not is_archive(path) and is_archive(path / "model"):
-        return path / "model"
-    return path
-
-
-def _load_model(path: Path):
+def _load_model(path: Path, wanted=SEGMENTER_MODEL):
+    """The AdaptorGrammar of MODEL: a model directory, a training output holding model/, or a pipeline
+    directory's segmenter (`wanted`: for parse, its ag_parser first) (`resolve_model_dir`)."""
     from ..model import AdaptorGrammar
 
-    if not path.exists():
-        raise FileNotFoundError(f"model directory not found: {path}")
-    return AdaptorGrammar.load(_model_dir(path))
+    return AdaptorGrammar.load(resolve_model_dir(path, wanted))
 
 
 def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
@@ -89,6 +82,8 @@ def _line_progress(label: str, enabled: bool):
         yield lambda n: progress.advance(task, n)
 
 
+MODEL_HELP = ("Model directory (OUTPUT/model of train), the training output directory, or a pipeline directory "
+              "(e.g. training/model-last)")
 BACKEND_HELP = (f"With a directory INPUT: {' or '.join(BACKEND_CHOICES)} (local: this process; ray: a cluster, "
                 "after pip install spacy-ag[ray])")
 RAY_ADDRESS_HELP = ray_address_setting().metadata["help"]
@@ -132,9 +127,13 @@ def _annotate(task, load: Callable[[], object], input_path: str, output: Optiona
 @app.command("segment")
 @_errors_as_lines
 def segment_cli(
-    model_path: Path = typer.Argument(..., metavar="MODEL", help="Model directory (OUTPUT/model of train)"),
+    model_path: Path = typer.Argument(..., metavar="MODEL", help=MODEL_HELP),
     input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one utterance per line; - for stdin; "
                                                                 "or a directory of such files (with --output DIR)"),
+    fmt: str = typer.Option("text", "--format", "-f",
+                            help="How INPUT is written: text, or wordseg (wordseg-prep's units separated by spaces, "
+                                 "or wordseg's tagged text): the output is then wordseg's segmented text, the "
+                                 "units of each word joined, for wordseg-eval or spacy-ag evaluate"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout (a "
                                                                        "directory for a directory INPUT)"),
     category: Optional[str] = typer.Option(None, "--category", "-c",
@@ -159,17 +158,25 @@ def segment_cli(
     the same relative path per input file; files already there are skipped,
     so an interrupted run resumes (--backend ray spreads the lines over a
     cluster).
-    """
-    from ..annotation.tasks import Segment
 
-    _annotate(Segment(category, level, batch_size), lambda: _load_model(model_path), input_path, output, backend,
-              ray_address, workers)
+    MODEL may also be a pipeline directory (model-last of a pipeline run):
+    its segmenter segments. With --format wordseg, the units of each line
+    (wordseg-prep's output, or wordseg's tagged text without its tags) are the
+    terminals, and each word is printed as its units joined, as wordseg's
+    segmenters write their output (docs/input-formats.md).
+    """
+    from ..annotation.tasks import SEGMENT_FORMATS, Segment
+
+    _choice(fmt, SEGMENT_FORMATS, "--format")
+    _annotate(Segment(category, level, batch_size, fmt), lambda: _load_model(model_path), input_path, output,
+              backend, ray_address, workers)
 
 
 @app.command("parse")
 @_errors_as_lines
 def parse_cli(
-    model_path: Path = typer.Argument(..., metavar="MODEL", help="Model directory (OUTPUT/model of train)"),
+    model_path: Path = typer.Argument(..., metavar="MODEL", help=MODEL_HELP + "; a pipeline's ag_parser comes "
+                                                                             "first, else its segmenter"),
     input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one sentence per line; - for stdin; "
                                                                 "or a directory of such files (with --output DIR)"),
     compact: bool = typer.Option(True, "--compact/--full",
@@ -179,12 +186,24 @@ def parse_cli(
     backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Also draw every line's tree in this HTML page "
+                                                           "(inline SVG, self-contained; a file INPUT)"),
 ) -> None:
     """Print the most probable tree of each line of INPUT, bracketed, one per line.
 
     A line the grammar cannot parse prints `(no parse)` and a warning on stderr.
     A directory INPUT is parsed file by file into --output DIR, as for segment.
+    With --svg PAGE.html the trees are also drawn, one picture per line, in
+    one self-contained page (docs/pictures.md).
     """
     from ..annotation.tasks import Parse
 
-    _annotate(Parse(compact), lambda: _load_model(model_path), input_path, output, backend, ray_address, workers)
+    task = Parse(compact)
+    if svg is not None:
+        from ..components.tree_pictures import TreePageTask
+
+        task = TreePageTask(task, svg, input_path)
+    _annotate(task, lambda: _load_model(model_path, PARSER_MODEL), input_path, output, backend,
+              ray_address, workers)
+    if svg is not None:
+        good(f"{task.write()} trees drawn in {svg}", err=True)

@@ -13,31 +13,40 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import _errors_as_lines, _require_file, good, info, warn
+from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, resolve_model_dir, warn
 from .segment_parse import BACKEND_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
 
 
 def load_topic_model(path: Path):
-    """A TopicModel from its directory, or from the ag_topics component of a pipeline directory."""
-    from ..errors import ModelFileError
+    """A TopicModel from its directory, a topic training output, or the ag_topics component of a
+    pipeline directory (`resolve_model_dir`)."""
     from ..topics import TopicModel
 
-    from ..archive import is_archive
+    return TopicModel.load(resolve_model_dir(path, TOPIC_MODEL))
 
-    if is_archive(path):
-        return TopicModel.load(path)
-    candidates = sorted(path.glob("*/cfg")) if path.is_dir() else []
-    for cfg in candidates:
-        if (cfg.parent / "model").is_dir() and "n_topics" in json.loads(cfg.read_text(encoding="utf8")):
-            return TopicModel.load(cfg.parent / "model")
-    raise ModelFileError(f"{path}: not a topic model directory nor a pipeline with an ag_topics component")
+
+def history_column(snapshot) -> int:
+    """Where a ranking was recorded: the Gibbs sweep, or the documents seen online."""
+    for key in ("sweep", "sweeps", "documents_seen"):  # "sweeps": the one ranking of older Gibbs models
+        if key in snapshot:
+            return snapshot[key]
+    return 0
+
+
+def history_axis(model) -> str:
+    """What the columns of `ranking_table` count."""
+    gibbs = ["sweep" in snap or "sweeps" in snap for snap in model.history]
+    if all(gibbs):
+        return "Gibbs sweeps"
+    return "documents seen" if not any(gibbs) else "Gibbs sweeps, then documents seen online"
 
 
 def ranking_table(model, topic: int, top: int = 10):
-    """How the ranks of a topic's final top words changed over the stream (Figure 4 of [ZBC14]):
-    one row per word, one column per refinement (rank, or None when outside the recorded list)."""
+    """How the ranks of a topic's final top words changed over training (Figure 4 of [ZBC14]):
+    one row per word, one column per ranking, recorded at every refinement online and every
+    `history_every` sweeps by Gibbs sampling (rank, or None when outside the recorded list)."""
     final = [w for w, _ in model.top_words(topic, top)]
-    columns = [snap["documents_seen"] for snap in model.history]
+    columns = [history_column(snap) for snap in model.history]
     rows = {}
     for word in final:
         ranks = []
@@ -59,10 +68,14 @@ def plot_rankings(model, topic: int, top: int, out: Path) -> None:
     columns, rows = ranking_table(model, topic, top)
     fig, ax = plt.subplots(figsize=(8, 5))
     depth = model.history_size + 1
+    axis = history_axis(model)
+    x = columns if axis != "Gibbs sweeps, then documents seen online" else list(range(len(columns)))
     for word, ranks in rows.items():
-        ax.plot(columns, [r if r is not None else depth for r in ranks], marker="o", label=word)
+        ax.plot(x, [r if r is not None else depth for r in ranks], marker="o", label=word)
+    if x is not columns:  # two scales: one tick per ranking, labelled with its own count
+        ax.set_xticks(x, [str(c) for c in columns], fontsize="x-small", rotation=90)
     ax.invert_yaxis()
-    ax.set_xlabel("documents seen")
+    ax.set_xlabel(axis)
     ax.set_ylabel(f"rank in topic {topic} ({depth} = below the top {model.history_size})")
     ax.legend(fontsize="small", ncol=2)
     fig.tight_layout()
@@ -76,9 +89,13 @@ def _has_history(model, topic: int, model_path: Path) -> bool:
         raise ValueError(f"--history: topic {topic} does not exist; topics are 0..{model.n_topics - 1}")
     if len(model.history) >= 2:
         return True
-    warn(f"{model_path} recorded {len(model.history)} ranking(s) of the topics (one per pruning, every "
-         "online.refine_every minibatches): too few for a history; train on more minibatches or with a smaller "
-         "refine_every; nothing shown")
+    if getattr(model, "inference", "online") == "gibbs":
+        how = ("(every topics.history_every sweeps and after the last): too few for a history; train with a "
+               f"history_every below the sweeps ({model.sweeps})")
+    else:
+        how = ("(one per pruning, every online.refine_every minibatches): too few for a history; train on more "
+               "minibatches or with a smaller refine_every")
+    warn(f"{model_path} recorded {len(model.history)} ranking(s) of the topics {how}; nothing shown")
     return False
 
 
@@ -117,6 +134,7 @@ def topics_cli(
                  "nothing plotted")
     elif _has_history(model, history, model_path):
         columns, rows = ranking_table(model, history, top)
+        info(f"Ranks of topic {history}'s top {top} words, one column per ranking ({history_axis(model)})", err=True)
         typer.echo("word".ljust(14) + "".join(f"{c:>8}" for c in columns))
         for word, ranks in rows.items():
             typer.echo(word.ljust(14) + "".join(f"{r if r is not None else '-':>8}" for r in ranks))
@@ -153,14 +171,19 @@ def _import_pyldavis(option: str):
 
 
 def _write_ldavis_page(pyldavis, data, html: Path) -> None:
-    """Render pyLDAvis's page of `pyldavis_data`'s `data` to `html`, atomically (in this process:
-    pyLDAvis would otherwise start a joblib worker per core that outlives the call)."""
+    """Render the pyLDAvis page of `pyldavis_data`'s `data` to `html`, atomically: self-contained
+    (works offline), topics in our order and numbering (`offline_ldavis_page`), prepared in this
+    process (pyLDAvis would otherwise start a joblib worker per core that outlives the call)."""
     from ..archive import write_atomic_file
+    from ..topics.ldavis import offline_ldavis_page
 
-    page = pyldavis.prepared_data_to_html(pyldavis.prepare(**data, n_jobs=1))
+    page, ours = offline_ldavis_page(pyldavis, data, title=f"spacy-ag topics: {html.stem}")
     write_atomic_file(html, page.encode("utf8"))
     good(f"Wrote the pyLDAvis page of {len(data['topic_term_dists'])} topics over {len(data['vocab'])} words "
-         f"to {html}")
+         f"to {html} (self-contained; topics numbered from {0 if ours else 1})")
+    if not ours:
+        warn(f"this pyLDAvis ({pyldavis.__version__}) has a script spacy-ag does not know, so the page numbers "
+             "the topics from 1: its topic k is topic k - 1 of `spacy-ag topics`")
 
 
 @app.command("evaluate-topics")

@@ -6,8 +6,12 @@
 * ``ag_tokenizer_update`` (pipeline component): lets ``spacy train`` update the segmenter;
 * ``spacy-ag.segmentation_scorer.v1`` (scorer): token/boundary/lexicon P/R/F (`scoring`);
 * ``spacy-ag.SegmentedCorpus.v1`` (reader): gold-segmented text files (`readers`);
+* ``spacy-ag.TextCorpus.v1`` and ``spacy-ag.PlainTextCorpus.v1`` (readers): raw training text: JSONL,
+  plain text or wordseg's tagged and prepared text (`readers`);
 * `observe_fitting` (`fitting`): watch the sampler's trace while
-  ``nlp.initialize`` fits the segmenter and ag_parser.
+  ``nlp.initialize`` fits the segmenter and ag_parser;
+* `tree_pictures` (imported on use): ag_parser's trees as inline SVG, an
+  HTML page or a Jupyter picture (``render_tree(doc)``).
 
 All are registered both by decorators (importing this package) and by entry
 points in pyproject.toml, so configs, ``nlp.add_pipe("ag_parser")`` and

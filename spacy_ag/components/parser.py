@@ -7,9 +7,11 @@ Modes:
 
 * ``mode = "doc"``: the terminals are the characters of ``doc.text`` without
   its whitespace; one tree per Doc. A character is an extended grapheme
-  cluster (``units = "graphemes"``, the default) or a code point
-  (``units = "codepoints"``); node offsets are character offsets in
-  ``doc.text`` either way.
+  cluster (``units = "graphemes"``), a code point (``units = "codepoints"``)
+  or a grapheme with every run of digits and Latin letters as one unit
+  (``units = "alnum-runs"``); the default ``units = "auto"`` takes the
+  units of ``nlp.lang``, as the segmenter does. Node offsets are character
+  offsets in ``doc.text`` either way.
 * ``mode = "token"``: the terminals are the characters of each token (for
   word-internal grammars such as morphology); one tree per non-whitespace
   token (equal token texts are parsed once per Doc). ``train_on = "types"``
@@ -41,7 +43,11 @@ Output (every value survives ``DocBin(store_user_data=True)`` and
   - ``parent``: index of the parent node in the group (-1 for a root);
   - ``adapted``: the node's nonterminal is adapted;
   - ``cached``: the node is a reused cache entry (a table of its adaptor);
-  - ``start_char`` / ``end_char``: the node's exact character offsets in ``doc.text``.
+  - ``customers``: for a cached node, how often the training corpus used its table (None otherwise);
+  - ``start_char`` / ``end_char``: the node's exact character offsets in ``doc.text``;
+  - ``units``: the model's text units (what a terminal is), one value for the group.
+
+  `spacy_ag.components.tree_pictures` draws the trees from this group.
 
 * ``doc._.ag_tree``: the bracketed tree (doc mode; None in token mode or
   when the text has no parse).
@@ -85,7 +91,7 @@ from spacy.vocab import Vocab
 
 from ..morphology.analysis import format_morphs, morph_class, morphs_at
 from ..morphology.grammars import morphology_grammar, parse_grammar_name
-from ..settings import ParserSettings, check, defaults, keyword_signature
+from ..settings import ParserSettings, check, defaults, keyword_signature, resolve_units
 from ..text_units import terminal_spans
 from .fitting import fit_adaptor_grammar
 from .segmenter import is_dummy_examples, load_grammar, load_model_dir
@@ -162,7 +168,8 @@ class AGParser(ModelSerializer, Pipe):
     def __init__(self, vocab: Vocab, name: str = "ag_parser", **settings: Any) -> None:
         self.vocab = vocab
         self.name = name
-        self.settings = check(ParserSettings, settings, name)
+        checked = check(ParserSettings, settings, name)
+        self.settings = dataclasses.replace(checked, units=resolve_units(checked.units, vocab.lang))
         self.cfg: Dict[str, Any] = dataclasses.asdict(self.settings)
         self.model = None
         self._model_path = self.settings.model
@@ -324,8 +331,10 @@ class AGParser(ModelSerializer, Pipe):
             "parent": [e[2] for e in entries],
             "adapted": [bool(e[1].adapted) for e in entries],
             "cached": [bool(e[1].cached) for e in entries],
+            "customers": [e[1].customers for e in entries],
             "start_char": [e[3] for e in entries],
             "end_char": [e[4] for e in entries],
+            "units": self.model.units if self.model is not None else None,
         }
         return SpanGroup(doc, name=self.cfg["spans_key"], attrs=attrs, spans=[e[0] for e in entries])
 

@@ -2,10 +2,18 @@
 
 ``spacy-ag.segmentation_scorer.v1`` returns
 
-* ``token_acc``, ``token_p``, ``token_r``, ``token_f``: exactly
+* ``token_p``, ``token_r``, ``token_f``: exactly
   `spacy.scorer.Scorer.score_tokenization` (character spans of the
   non-whitespace tokens; examples whose reference has unknown spaces are
   skipped, so build gold Docs with explicit ``spaces``);
+* ``token_acc`` (``TOK`` in ``spacy evaluate``): the gold tokens predicted
+  exactly over all gold tokens, as spaCy's Scorer documents it ("# correct
+  tokens / # gold tokens"), which makes it equal to ``token_r``. spaCy's own
+  code counts instead the predicted tokens that lie inside one gold token,
+  so a segmenter that only splits words too finely (``walk ing`` for
+  ``walking``) would score 100% there: every piece lies inside a gold word.
+  Unsupervised segmenters err that way more than any other, so the score
+  spaCy prints must see it;
 * ``boundary_p/r/f`` (word-internal boundaries, utterance edges excluded) and
   ``lexicon_p/r/f`` (distinct word strings over all examples), as defined in
   docs/algorithms.md 5.2 and computed by `spacy_ag.evaluation.segmentation_scores`
@@ -51,6 +59,7 @@ def score_segmentation(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
     """
     examples = list(examples)
     scores: Dict[str, Any] = dict(Scorer.score_tokenization(examples))
+    scores["token_acc"] = scores["token_r"]  # gold tokens found exactly / gold tokens (see the module doc)
     predicted, gold = [], []
     for eg in examples:
         p, g = doc_words(eg.predicted), doc_words(eg.reference)

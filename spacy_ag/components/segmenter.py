@@ -36,10 +36,15 @@ Guarantees of ``__call__`` and ``pipe``:
   boundary character is a token of its own. Training text is cut at the same
   places, so no learned word crosses them.
 * A character never seen in training is a token of its own; it never raises.
-* A character is an extended grapheme cluster (``units = "graphemes"``, the
-  default: a letter with its combining marks, an emoji ZWJ sequence, a flag)
-  or a code point (``units = "codepoints"``); no token boundary falls inside
-  one. A loaded model keeps the units it was trained with. Control characters
+* A character is an extended grapheme cluster (``units = "graphemes"``: a
+  letter with its combining marks, an emoji ZWJ sequence, a flag), a code
+  point (``units = "codepoints"``), or a grapheme with every run of digits
+  and Latin letters as one unit (``units = "alnum-runs"``: ``2001年GDP`` is
+  ``2001``, ``年``, ``GDP``); no token boundary falls inside one. The default,
+  ``units = "auto"``, takes the units of ``nlp.lang`` (alnum-runs for zh, ja
+  and th, graphemes otherwise: `spacy_ag.settings.LANGUAGE_UNITS`, what
+  ``spacy-ag init-config --lang`` writes). A loaded model keeps the units it
+  was trained with. Control characters
   (NUL, ESC, ...) are hard boundaries and tokens of their own; a text with a
   lone surrogate raises one `spacy_ag.errors.TextError` [E110].
 * Phoneme strings: the Brent transcription uses ``(`` and ``)`` as vowels,
@@ -71,7 +76,7 @@ if TYPE_CHECKING:
 from spacy.vocab import Vocab
 
 from ..corpus import DEFAULT_PUNCTUATION
-from ..settings import SegmenterSettings, check, keyword_signature
+from ..settings import SegmenterSettings, check, keyword_signature, resolve_units
 from ..text_units import text_units
 from .fitting import fit_adaptor_grammar
 from .serialization import ModelSerializer
@@ -199,7 +204,8 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
 
     def __init__(self, vocab: Vocab, *, scorer: Optional[Callable] = None, **settings: Any) -> None:
         self.vocab = vocab
-        self.settings = check(SegmenterSettings, settings, "nlp.tokenizer")
+        checked = check(SegmenterSettings, settings, "nlp.tokenizer")
+        self.settings = dataclasses.replace(checked, units=resolve_units(checked.units, vocab.lang))
         self.cfg: Dict[str, Any] = dataclasses.asdict(self.settings)
         boundary_chars = self.settings.boundary_chars
         self.boundary = frozenset(DEFAULT_PUNCTUATION if boundary_chars is None else boundary_chars)
@@ -343,8 +349,9 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
 
     # -------------------------------------------------------------- scoring
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
-        """token_acc/p/r/f (spaCy's Scorer.score_tokenization) plus boundary_p/r/f
-        and lexicon_p/r/f (docs/algorithms.md 5.2).
+        """token_p/r/f (spaCy's Scorer.score_tokenization), token_acc (gold tokens
+        found exactly / gold tokens, `spacy_ag.components.scoring`) plus
+        boundary_p/r/f and lexicon_p/r/f (docs/algorithms.md 5.2).
 
         RETURNS (Dict[str, Any]): The scores.
         """

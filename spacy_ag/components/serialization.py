@@ -14,14 +14,14 @@ a model directory is an incomplete pipeline and refused.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Iterable, Union
+from typing import Any, Dict, Iterable, List, Tuple, Union
 
 import srsly
 from spacy import util
 
 from ..errors import ModelFileError
 
-__all__ = ["CFG_VERSION", "ModelSerializer"]
+__all__ = ["CFG_VERSION", "ModelSerializer", "saved_components"]
 
 CFG_VERSION = 1
 
@@ -33,6 +33,24 @@ def _check_cfg(cfg: Any, source: str, kind: str) -> Dict[str, Any]:
         raise ModelFileError(f"{source}: settings of version {cfg.get('cfg_version')!r}, expected "
                              f"{CFG_VERSION}; use the spacy-ag version that wrote it")
     return cfg
+
+
+def saved_components(pipeline: Union[str, Path]) -> List[Tuple[str, str, Path]]:
+    """``(name, kind, model directory)`` of every fitted spacy-ag component saved in a pipeline directory
+    (``model-last`` of a pipeline run: ``tokenizer/`` for the segmenter, ``<name>/`` for a component),
+    by name; kind is "segmenter", "parser" or "topics". Reads only the settings files."""
+    found = []
+    for cfg_file in sorted(Path(pipeline).glob("*/cfg")) if Path(pipeline).is_dir() else []:
+        model_dir = cfg_file.parent / "model"
+        if not model_dir.is_dir():
+            continue
+        try:
+            cfg = srsly.read_json(cfg_file)
+        except ValueError:
+            continue  # not a spacy-ag component's settings (loading the pipeline would say why)
+        if isinstance(cfg, dict) and isinstance(cfg.get("kind"), str):
+            found.append((cfg_file.parent.name, cfg["kind"], model_dir))
+    return found
 
 
 class ModelSerializer:

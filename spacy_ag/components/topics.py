@@ -1,7 +1,8 @@
-"""``ag_topics``: infinite-vocabulary topics (InfVocLDA, an adaptor grammar trained online) on Docs.
+"""``ag_topics``: infinite-vocabulary topics (InfVocLDA, an adaptor grammar) on Docs.
 
     nlp.add_pipe("ag_topics", config={"n_topics": 5})
-    nlp.initialize(lambda: examples)       # one or more online passes over the docs' tokens
+    nlp.initialize(lambda: examples)       # collapsed Gibbs sweeps over the docs' tokens (inference = "online":
+                                           # online passes)
 
 Output (every value survives ``DocBin(store_user_data=True)``):
 
@@ -14,9 +15,10 @@ Output (every value survives ``DocBin(store_user_data=True)``):
   ``skip_stop``, characters never seen in training).
 
 Words never seen in training still get topics: their probability under a
-topic comes from the topic's character-level base distribution. ``update``
-makes one online step per minibatch (``spacy train``); its loss is the
-negative log likelihood of the batch.
+topic comes from the topic's character-level base distribution. With
+``online_updates = true``, ``update`` makes one online step per minibatch
+(``spacy train``); its loss is the negative log likelihood of the batch. By
+default the topics of ``initialize`` are final.
 """
 from __future__ import annotations
 
@@ -112,14 +114,15 @@ class AGTopics(ModelSerializer, Pipe):
         return TopicModel(c["n_topics"], alpha=c["alpha"], a=c["a"], b=c["b"],
                           local_iterations=c["local_iterations"], units=c["units"], inference=c["inference"],
                           sweeps=c["sweeps"], alpha_every=c["alpha_every"], sample_b=c["sample_b"],
-                          word_adapted=c["word_adapted"],
+                          word_adapted=c["word_adapted"], history_every=c["history_every"],
                           online=topic_online_settings(batch_size=c["batch_size"],
                                                        default_truncation=c["truncation"]))
 
     # -------------------------------------------------------------- training
     def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
                    nlp: Optional[Language] = None) -> None:
-        """Learn the topics from the examples' reference docs (online passes)."""
+        """Learn the topics from the examples' reference docs (`TopicModel.fit`: Gibbs sweeps, or online
+        passes with inference = "online")."""
         if is_dummy_examples(get_examples):
             return
         docs = [self.words(eg.reference) for eg in get_examples()]

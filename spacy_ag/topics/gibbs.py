@@ -109,20 +109,26 @@ CHECKPOINT_KIND = "topic_gibbs_checkpoint"
 
 def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: int, sample_b: bool = True,
               callback: Optional[Callable[[Dict], None]] = None, checkpoint: Optional[Path] = None,
-              checkpoint_every: int = 0, resume: bool = False) -> GibbsSample:
+              checkpoint_every: int = 0, resume: bool = False, *, history_every: int = 0,
+              history: Optional[List[Dict]] = None, history_size: int = 20) -> GibbsSample:
     """`sweeps` sweeps from a random start; after each, the tables (and the shared lexicon's, when
     WORD is adapted) are redrawn, with `sample_b` the concentrations b of every topic and of the
     lexicon given them, then the base; every `alpha_every` sweeps (0: never) alpha is
-    refitted. `callback` gets a trace line per sweep. Every `checkpoint_every` sweeps the sampler's
-    state is written to `checkpoint`; with `resume`, the run continues from that file and ends
-    exactly as an uninterrupted run would."""
+    refitted. `callback` gets a trace line per sweep. Every `history_every` sweeps before the last
+    (0: never), every topic's `history_size` top words are appended to `history` (`top_words_of`).
+    Every `checkpoint_every` sweeps the sampler's state (and the history so far) is written to
+    `checkpoint`; with `resume`, the run continues from that file and ends exactly as an
+    uninterrupted run would."""
     learner = model.learner
     R, S = learner.R, learner.state
     K, W, D = model.n_topics, len(corpus.types), len(corpus.doc_length)
     b = S.ad_b[R.topic_adaptor].astype(np.float64)
     lexicon_b = float(S.ad_b[R.word_adaptor[0]]) if R.word_adaptor[0] >= 0 else 0.0
+    history = [] if history is None else history
     if resume:
-        done, z, alpha, word_tables, shared, rng, b, lexicon_b = read_checkpoint(checkpoint, corpus, K, seed)
+        done, z, alpha, word_tables, shared, rng, b, lexicon_b, recorded = read_checkpoint(checkpoint, corpus, K,
+                                                                                            seed)
+        history[:] = recorded
     else:
         done, rng = 0, make_rng(_mix(seed, 0x6177))
         z = np.empty(len(corpus.word), np.int32)
@@ -171,22 +177,42 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
                       "tables": tables, "alpha_sum": float(alpha.sum()),
                       "b_median": float(np.median(b)), "lexicon_b": lexicon_b,
                       "seconds": time.perf_counter() - started})
+        if history_every and sweep % history_every == 0 and sweep < sweeps:
+            history.append({"sweep": sweep, "documents_seen": D,
+                            "topics": top_words_of(corpus, nwk, nk, b, base, history_size)})
         if checkpoint is not None and checkpoint_every and sweep % checkpoint_every == 0 and sweep < sweeps:
-            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng, b, lexicon_b)
+            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng, b, lexicon_b, history)
     return GibbsSample(z, ndk, nwk, nk, alpha, base, word_tables, topic_tables, shared, b, lexicon_b)
 
 
-def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, shared, rng, b, lexicon_b) -> None:
+def top_words_of(corpus: GibbsCorpus, nwk, nk, b, base, n: int) -> List[List]:
+    """Every topic's `n` most probable words under the sample, [(word, probability), ...] by the
+    topic's predictive (n_kw + b_k G0(w)) / (n_k + b_k) (a = 0), ties in word order: the ranking
+    that `spacy-ag topics --history` follows over the sweeps."""
+    W = len(corpus.types)
+    n = min(n, W)
+    out = []
+    for k in range(len(nk)):
+        column = (nwk[:, k] + b[k] * base) / (nk[k] + b[k])
+        best = np.argpartition(-column, n - 1)[:n] if 0 < n < W else np.arange(n)
+        best = best[np.lexsort((best, -column[best]))]
+        out.append([(corpus.types[w], float(column[w])) for w in best])
+    return out
+
+
+def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, shared, rng, b, lexicon_b,
+                     history: Sequence[Dict] = ()) -> None:
     """The sampler's state after `sweep` sweeps, atomically: the counts follow from z, the base from
-    the tables."""
+    the tables; the rankings recorded so far go into the header."""
     arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng,
               "b": b, "lexicon_b": np.array([lexicon_b])}
-    write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z)))
+    write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z),
+                                                     history=list(history)))
 
 
 def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
-    """(sweep, z, alpha, word_tables, lexicon_tables, rng, b, lexicon b) of a checkpoint of this corpus
-    and seed."""
+    """(sweep, z, alpha, word_tables, lexicon_tables, rng, b, lexicon b, history) of a checkpoint of
+    this corpus and seed."""
     arrays, meta = read_npz(Path(path), CHECKPOINT_KIND)
     z = arrays.get("z")
     missing = any(k not in arrays for k in ("alpha", "word_tables", "lexicon_tables", "rng", "b", "lexicon_b"))
@@ -194,9 +220,15 @@ def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
             or len(arrays["b"]) != n_topics or len(arrays["alpha"]) != n_topics or len(z) and
             (int(z.min()) < 0 or int(z.max()) >= n_topics)):
         raise ModelFileError(Errors.E073.format(path=path))
+    try:  # JSON gives the (word, probability) pairs back as lists
+        history = [{**snap, "topics": [[(str(w), float(p)) for w, p in topic] for topic in snap["topics"]]}
+                   for snap in meta.get("history", [])]
+    except (KeyError, TypeError, ValueError):
+        raise ModelFileError(Errors.E073.format(path=path)) from None
     return (int(meta["sweep"]), z.astype(np.int32), arrays["alpha"].astype(np.float64),
             arrays["word_tables"].astype(np.float64), arrays["lexicon_tables"].astype(np.float64),
-            arrays["rng"].astype(np.uint64), arrays["b"].astype(np.float64), float(arrays["lexicon_b"][0]))
+            arrays["rng"].astype(np.uint64), arrays["b"].astype(np.float64), float(arrays["lexicon_b"][0]),
+            history)
 
 
 def load_sample(model, corpus: GibbsCorpus, sample: GibbsSample) -> None:

@@ -1,9 +1,11 @@
-"""`TopicModel`: the infinite-vocabulary topic model (InfVocLDA) as an adaptor grammar, trained online.
+"""`TopicModel`: the infinite-vocabulary topic model (InfVocLDA) as an adaptor grammar.
 
 Data path: documents (lists of word tokens) -> the generated topic grammar
-(`topic_grammar`) -> the shared grammaton state and variational statistics
--> minibatches of documents through `draw_documents` (in parallel) and
-`absorb_document_draws` (in order) and the online updates of
+(`topic_grammar`) -> the shared grammaton state and variational statistics.
+A corpus in memory is learned by collapsed Gibbs sweeps (`spacy_ag.topics.gibbs`,
+the default) whose last sample becomes that state; a stream, and every
+document after that, by minibatches through `draw_documents` (in parallel)
+and `absorb_document_draws` (in order) and the online updates of
 `OnlineLearner` -> topics whose vocabularies grow with the stream.
 """
 from __future__ import annotations
@@ -25,12 +27,12 @@ from ..core.variational import stick_parameters
 from ..corpus import chunked
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
-    TOPIC_B, TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check,
+    TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check,
     normalized, topic_online_settings,
 )
 from ..archive import reproducible
 from ..serialize import state_from_arrays
-from ..text_units import DEFAULT_UNITS, LEGACY_UNITS, check_units, is_hard_boundary, text_units
+from ..text_units import LEGACY_UNITS, check_units, is_hard_boundary, text_units
 from .grammar import topic_grammar
 from .spelling import SpelledTypes
 
@@ -40,9 +42,9 @@ Report = Callable[[Dict], None]
 #: The topic model's online settings (defined in `spacy_ag.settings`, with the reasons).
 TOPIC_DEFAULTS = TOPIC_ONLINE_DEFAULTS
 
-#: Defaults of the Gibbs mode, written once in `TopicModelSettings`.
-GIBBS_SWEEPS, GIBBS_ALPHA_EVERY, GIBBS_SAMPLE_B = (TopicModelSettings.sweeps, TopicModelSettings.alpha_every,
-                                                   TopicModelSettings.sample_b)
+#: The defaults of every keyword of `TopicModel`, written once in `TopicModelSettings`.
+_DEFAULT = TopicModelSettings
+GIBBS_SWEEPS, GIBBS_ALPHA_EVERY, GIBBS_SAMPLE_B = _DEFAULT.sweeps, _DEFAULT.alpha_every, _DEFAULT.sample_b
 
 #: Seed of the random streams of `infer` in a model trained by Gibbs sampling.
 INFER_SEED = 0x1AFE
@@ -120,23 +122,31 @@ def topic_rules(compiled: CompiledGrammar) -> TopicRules:
 
 
 class TopicModel:
-    """Topics over an unbounded vocabulary, learned online from a stream of documents.
+    """Topics over an unbounded vocabulary, learned from a corpus in memory or from a stream.
 
     >>> tm = TopicModel(n_topics=5)
-    >>> tm.fit(docs, passes=1)             # docs: lists of word tokens
+    >>> tm.fit(docs)                       # docs: lists of word tokens; collapsed Gibbs sweeps
+    >>> tm.partial_fit(stream)             # more documents, online (new words included)
     >>> tm.top_words(0, 10)                # [(word, probability), ...]
     >>> tm.infer([["new", "tokens"]])      # topic proportions of new documents
+
+    The defaults are `TopicModelSettings`' (the shipped topic configs'): `fit`
+    makes `sweeps` collapsed Gibbs sweeps with a shared lexicon
+    (`word_adapted`); ``inference="online"`` makes `fit` online passes
+    instead. `partial_fit` is online whatever `inference` says: an untrained
+    model that starts with it becomes an online model.
 
     Words are spelled from characters: extended grapheme clusters
     (`units="graphemes"`, the default) or code points (`units="codepoints"`),
     see `spacy_ag.text_units`.
     """
 
-    def __init__(self, n_topics: int = 5, *, alpha: float = 0.1, a: float = 0.0, b: Union[float, str] = TOPIC_B,
-                 online: Optional[OnlineSettings] = None, local_iterations: int = 20,
-                 word_adapted: bool = False, history_size: int = 20, units: str = DEFAULT_UNITS,
-                 inference: str = "online", sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY,
-                 sample_b: bool = GIBBS_SAMPLE_B):
+    def __init__(self, n_topics: int = _DEFAULT.n_topics, *, alpha: float = _DEFAULT.alpha, a: float = _DEFAULT.a,
+                 b: Union[float, str] = _DEFAULT.b, online: Optional[OnlineSettings] = None,
+                 local_iterations: int = _DEFAULT.local_iterations, word_adapted: bool = _DEFAULT.word_adapted,
+                 history_size: int = 20, units: str = _DEFAULT.units, inference: str = _DEFAULT.inference,
+                 sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY, sample_b: bool = GIBBS_SAMPLE_B,
+                 history_every: int = _DEFAULT.history_every):
         if inference not in TOPIC_INFERENCE:
             raise ValueError(f"inference must be one of {', '.join(TOPIC_INFERENCE)}, got {inference!r}")
         if inference == "gibbs" and a != 0:
@@ -145,6 +155,7 @@ class TopicModel:
         self.n_topics = n_topics
         self.inference, self.sweeps, self.alpha_every = inference, int(sweeps), int(alpha_every)
         self.sample_b = bool(sample_b)
+        self.history_every = int(history_every)
         self.units = check_units(units)
         self.alpha = alpha
         self.a, self.b = a, b
@@ -155,9 +166,11 @@ class TopicModel:
         self.compiled: Optional[CompiledGrammar] = None
         self.learner: Optional[TopicLearner] = None
         self.trace: List[Dict] = []
-        #: top words of every topic after each refinement: the ranking over the stream (Figure 4)
+        #: top words of every topic after each refinement (online) or every `history_every` sweeps
+        #: (Gibbs): the ranking over training (Figure 4)
         self.history: List[Dict] = []
         self.dropped_tokens = 0
+        self._untraced_seconds = 0.0  # training time since the last traced line (`step`)
 
     # ------------------------------------------------------------------ grammar
     def prepare(self, alphabet: Iterable[str], tokens: int = 0) -> None:
@@ -216,11 +229,11 @@ class TopicModel:
         return chars, tok_ptr, doc_ptr
 
     # ------------------------------------------------------------------ training
-    def fit(self, docs: Sequence[Sequence[str]], *, passes: int = 1, seed: int = 0,
+    def fit(self, docs: Sequence[Sequence[str]], *, passes: int = _DEFAULT.passes, seed: int = 0,
             callback: Optional[Report] = None) -> "TopicModel":
-        """`passes` online passes over an in-memory corpus, reshuffled every pass; with
-        inference="gibbs", `sweeps` collapsed Gibbs sweeps instead (`passes` is not used), whose last
-        sample becomes the model (`spacy_ag.topics.gibbs`); `partial_fit` then goes on online."""
+        """`sweeps` collapsed Gibbs sweeps over an in-memory corpus, whose last sample becomes the
+        model (`spacy_ag.topics.gibbs`; `passes` is not used); with inference="online", `passes`
+        online passes instead, reshuffled every pass. `partial_fit` then goes on online."""
         if self.inference == "gibbs":
             return self.fit_gibbs(docs, seed=seed, callback=callback)
         docs = [list(d) for d in docs]
@@ -245,17 +258,20 @@ class TopicModel:
                                "partial_fit")
         self.learner.seed = seed
         corpus = gibbs_corpus(self, docs)
+        history: List[Dict] = []
         sample = run_gibbs(self, corpus, self.sweeps, seed, self.alpha_every, self.sample_b, callback, checkpoint,
-                           checkpoint_every, resume)
+                           checkpoint_every, resume, history_every=self.history_every, history=history,
+                           history_size=self.history_size)
         load_sample(self, corpus, sample)
         self.trace.append({"sweeps": self.sweeps, "documents_seen": len(docs), **self.learner.summary()})
-        self.history.append({"sweeps": self.sweeps, "documents_seen": len(docs),
-                             "topics": [self.top_words(i, self.history_size) for i in range(self.n_topics)]})
+        self.history = history + [{"sweep": self.sweeps, "documents_seen": len(docs),
+                                   "topics": [self.top_words(i, self.history_size) for i in range(self.n_topics)]}]
         return self
 
     def partial_fit(self, docs: Iterable[Sequence[str]], *, seed: int = 0, corpus_size: Optional[int] = None,
                     callback: Optional[Report] = None) -> "TopicModel":
-        """One online pass over documents read lazily, one minibatch at a time.
+        """One online pass over documents read lazily, one minibatch at a time (online whatever
+        `inference` says: an untrained model becomes an online model).
 
         New words of the stream enter the topics as they are drawn. D
         (`corpus_size`) defaults to the `corpus_size` setting, else the
@@ -284,6 +300,8 @@ class TopicModel:
     def step(self, batch: Sequence[Sequence[str]], *, seed: int = 0, corpus_size: Optional[int] = None,
              callback: Optional[Report] = None) -> Dict:
         """One online minibatch; returns its trace line (`callback` gets the lines of refinements)."""
+        if self.compiled is None or not (self.learner.minibatches or self.learner.seen):
+            self.inference = "online"  # trained online from the start: inferred by the online fixed point
         if self.compiled is None:
             per_doc = sum(len(d) for d in batch) / max(1, len(batch))
             self.prepare(self.alphabet(batch),
@@ -293,7 +311,10 @@ class TopicModel:
         self.learner._workspace(int(np.diff(tok_ptr).max()) if len(tok_ptr) > 1 else 1)
         docs = np.arange(len(batch), dtype=np.int64)
         line = self.learner.step_documents(chars, tok_ptr, doc_ptr, docs, corpus_size, self.local_iterations)
+        # a traced line's "seconds" is the training time since the previous traced line
+        self._untraced_seconds += line["seconds"]
         if "pruned" in line:
+            line["seconds"], self._untraced_seconds = self._untraced_seconds, 0.0
             line.update(self.learner.summary())
             self.history.append({"minibatch": line["minibatch"], "documents_seen": line["documents_seen"],
                                  "topics": [self.top_words(i, self.history_size) for i in range(self.n_topics)]})
@@ -433,7 +454,7 @@ class TopicModel:
                 "online": self.online.to_dict(), "local_iterations": self.local_iterations,
                 "word_adapted": self.word_adapted, "history_size": self.history_size, "history": self.history,
                 "units": self.units, "inference": self.inference, "sweeps": self.sweeps,
-                "alpha_every": self.alpha_every, "sample_b": self.sample_b,
+                "alpha_every": self.alpha_every, "sample_b": self.sample_b, "history_every": self.history_every,
                 "progress": self.learner.progress(), "trace_tail": reproducible(self.trace[-1:])}
 
     def _archive_parts(self):
@@ -462,6 +483,20 @@ class TopicModel:
 
     @classmethod
     def load(cls, path: PathLike) -> "TopicModel":
+        """A saved topic model, ready to use and to go on learning.
+
+        path (PathLike): A topic model directory (the archive `save` writes:
+            OUTPUT/model of ``spacy-ag train`` with a topic config, or
+            ``<pipeline>/ag_topics/model`` inside a pipeline directory).
+        RETURNS (TopicModel): The model with its settings, topics, learner
+            state and history as saved, so `infer` and `top_words` give what
+            they gave before saving, and `partial_fit` continues online from
+            there (its document count and step sizes go on from the saved ones),
+            whether the model was trained online or by Gibbs sampling;
+            ``spacy-ag update-topics`` does that from the command line.
+            Every array is checked against the grammar first: a damaged or
+            foreign directory raises `ModelFileError` (one coded line).
+        """
         from ..archive import read_archive
 
         return cls._from_archive(read_archive(path, cls.ARCHIVE_KIND), str(path))
@@ -482,7 +517,8 @@ class TopicModel:
                         units=meta.get("units", LEGACY_UNITS),  # older archives: code points
                         inference=meta.get("inference", "online"), sweeps=meta.get("sweeps", GIBBS_SWEEPS),
                         alpha_every=meta.get("alpha_every", GIBBS_ALPHA_EVERY),
-                        sample_b=meta.get("sample_b", GIBBS_SAMPLE_B))
+                        sample_b=meta.get("sample_b", GIBBS_SAMPLE_B),
+                        history_every=meta.get("history_every", _DEFAULT.history_every))
             progress = meta["progress"]
         except SettingError as err:
             raise ModelFileError(Errors.E065.format(path=source, err=err)) from None

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import typer
 
@@ -23,7 +23,7 @@ from ..config import TrainingConfig, build_model, load_training_config
 from ..errors import Errors, TrainingLayerError
 from .lock import interrupted, output_lock, stopped
 from .progress import TraceLog, good, info, warn
-from .inputs import require_file
+from .inputs import check_gold_words, require_file
 from .resume import check_resume, record_run, run_fingerprint
 
 PROG = "spacy-ag"
@@ -73,6 +73,53 @@ def sentence_gold(corpus, gold_utterances: Sequence[Sequence[str]], gold_name: s
 
 
 
+#: How to read wordseg's tagged text, for the line (E150) that finds it in a file read otherwise.
+TAGS_FIX = 'read it with corpus.format = "wordseg-tags" (--corpus.format wordseg-tags)'
+GOLD_TAGS_FIX = ("give the gold words separated by spaces (wordseg-prep --gold writes them), or train on the "
+                 'tagged file with corpus.format = "wordseg-tags": its ;eword words are the gold words')
+
+
+def wordseg_training_lines(cfg: TrainingConfig) -> Iterator[Tuple[str, Optional[List[str]]]]:
+    """``(text, gold words or None)`` of every line of a corpus in one of wordseg's formats: the units
+    separated by spaces (grammar.mode = "tokens": every unit a terminal) or joined ("chars")."""
+    from ..input_formats import joined_units, wordseg_utterances
+
+    fix = 'set grammar.mode = "tokens" to keep every unit one terminal'
+    for number, utterance in wordseg_utterances(cfg.train_path, cfg.corpus_format):
+        if cfg.mode == "tokens":
+            text = " ".join(utterance.units)
+        else:
+            text = joined_units(utterance.units, cfg.units, cfg.train_path, number, 'grammar.mode = "chars"', fix)
+        yield text, utterance.words
+
+
+def reject_tagged_text(cfg: TrainingConfig) -> None:
+    """A corpus of format "text" that looks like wordseg's tagged text stops the run (E150)."""
+    from ..input_formats import reject_wordseg_tags
+
+    expected = ("gold-segmented text (corpus.gold = true)" if cfg.corpus_gold
+                else 'plain text (corpus.format = "text")')
+    reject_wordseg_tags(cfg.train_path, expected, TAGS_FIX)
+
+
+def training_corpus(cfg: TrainingConfig):
+    """The training text of an engine config as a `Corpus`, and the gold words of its lines (None
+    when the file has none: plain text without corpus.gold, or wordseg's prepared text)."""
+    from ..corpus import read_corpus
+
+    if cfg.corpus_format == "text":
+        reject_tagged_text(cfg)
+        corpus = read_corpus(cfg.train_path, mode=cfg.mode, gold=cfg.corpus_gold, split_at=cfg.split_at,
+                             units=cfg.units)
+        return corpus, corpus.gold_words
+    texts, gold = [], []
+    for text, words in wordseg_training_lines(cfg):
+        texts.append(text)
+        gold.append(words)
+    corpus = read_corpus(texts, mode=cfg.mode, split_at=cfg.split_at, source=str(cfg.train_path), units=cfg.units)
+    return corpus, gold if cfg.corpus_format == "wordseg-tags" else None
+
+
 def _resume_command(config_path: Path, output: Path, extra_args: Sequence[str]) -> str:
     args = [PROG, "train", str(config_path), "--output", str(output)]
     args += [a for a in extra_args if a != "--resume"] + ["--resume"]
@@ -97,8 +144,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     config), OUTPUT/trace.jsonl, OUTPUT/segmentation.txt, OUTPUT/checkpoints/
     and, when gold words are known, OUTPUT/scores.json.
     """
-    from ..corpus import read_corpus
-    from ..evaluation import read_segmented
+    from ..input_formats import read_gold_words
 
     config_path = Path(config_path)
     cfg = load_training_config(config_path, overrides or {})
@@ -124,15 +170,16 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
                              show_scores=show_scores, interactive=interactive)
 
     model = build_model(cfg)
-    corpus = read_corpus(cfg.train_path, mode=cfg.mode, gold=cfg.corpus_gold, split_at=cfg.split_at,
-                         units=cfg.units)
+    corpus, corpus_gold = training_corpus(cfg)
     if not len(corpus):
         raise TrainingLayerError(Errors.E037.format(path=cfg.train_path))
     gold_utterances, gold_name = None, None
     if cfg.gold_path is not None:
-        gold_utterances, gold_name = read_segmented(cfg.gold_path), str(cfg.gold_path)
-    elif cfg.corpus_gold:
-        gold_utterances, gold_name = corpus.gold_words, str(cfg.train_path)
+        gold_utterances, gold_name = read_gold_words(cfg.gold_path, fix=GOLD_TAGS_FIX), str(cfg.gold_path)
+    elif corpus_gold is not None:
+        gold_utterances, gold_name = corpus_gold, str(cfg.train_path)
+    if gold_utterances is not None and (cfg.gold_path is not None or cfg.corpus_gold):  # E170, E171: unsegmented
+        check_gold_words(gold_utterances, gold_name, in_corpus=cfg.gold_path is None)
     gold = sentence_gold(corpus, gold_utterances, gold_name) if gold_utterances is not None else None
     t = cfg.training
     if (t.eval_every or getattr(t, "eval_at", ())) and gold is None:
@@ -146,7 +193,8 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
         adapted = ", ".join(f"{s} (a={ad.a:g}, b={ad.b:g})" for s, ad in model.grammar.adaptors.items())
         info(f"Grammar {cfg.grammar_path}: start {model.grammar.start}, adapted {adapted or 'none'}")
         info(f"Corpus {cfg.train_path}: {len(corpus.pieces)} lines, {len(corpus)} sentences, "
-             f"{sum(len(s) for s in corpus.sentences)} terminals ({cfg.mode})"
+             f"{sum(len(s) for s in corpus.sentences)} terminals ({cfg.mode}"
+             + (f", read as {cfg.corpus_format}" if cfg.corpus_format != "text" else "") + ")"
              + (f", gold from {gold_name}" if gold_name else ""))
         if variational:
             o = cfg.online
@@ -284,8 +332,16 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint
     model = build_model(cfg)
     o, t = cfg.online, cfg.training
     checkpoints = out / "checkpoints"
+    if cfg.corpus_format == "text":
+        reject_tagged_text(cfg)
+    if cfg.gold_path is not None:  # unsegmented text read as gold stops here (E170, E171), before training
+        check_gold_words((words for _, words in iter_segmented(cfg.gold_path)), cfg.gold_path, in_corpus=False)
+    elif cfg.corpus_gold and cfg.corpus_format == "text":
+        check_gold_words((text.split() for _, text in iter_lines(cfg.train_path)), cfg.train_path, in_corpus=True)
 
     def texts():  # a gold-segmented corpus trains and is segmented without its spaces
+        if cfg.corpus_format != "text":
+            return (text for text, _ in wordseg_training_lines(cfg))
         return ("".join(text.split()) if cfg.corpus_gold else text for _, text in iter_lines(cfg.train_path))
 
     with output_lock(out):
@@ -321,8 +377,13 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint
         segmentation = segment_lines(model, texts())
         gold_utterances, gold_name = None, None
         if cfg.gold_path is not None:
+            from ..input_formats import reject_wordseg_tags
+
+            reject_wordseg_tags(cfg.gold_path, "gold words separated by spaces", GOLD_TAGS_FIX)
             gold_utterances, gold_name = (words for _, words in iter_segmented(cfg.gold_path)), str(cfg.gold_path)
-        elif cfg.corpus_gold:
+        elif cfg.corpus_format == "wordseg-tags":
+            gold_utterances, gold_name = (words for _, words in wordseg_training_lines(cfg)), str(cfg.train_path)
+        elif cfg.corpus_gold and cfg.corpus_format == "text":
             gold_utterances, gold_name = (text.split() for _, text in iter_lines(cfg.train_path)), str(cfg.train_path)
         return _finish(model, cfg, out, segmentation, gold_utterances, gold_name, show_scores)
 
@@ -373,6 +434,8 @@ def engine_fingerprint(cfg: TrainingConfig) -> Dict[str, Any]:
     sections = {name: dict(values) for name, values in cfg.config.items() if name not in ("paths", "corpus")}
     sections["grammar"].pop("path", None)
     sections["corpus"] = {"gold": cfg.corpus_gold}
+    if cfg.corpus_format != "text":  # runs of plain text keep the fingerprint they had before formats existed
+        sections["corpus"]["format"] = cfg.corpus_format
     if cfg.inference == "mcmc":
         sections.pop("online", None)
     else:

@@ -14,12 +14,11 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from ..settings import UNIT_CHOICES, SegmenterSettings, units_for_language
+
 __all__ = ["GRAMMARS", "init_config_text"]
 
 GRAMMARS = ("unigram", "colloc", "colloc3")
-#: Languages written without spaces whose text embeds numbers and Latin words: their terminals are
-#: `units = "alnum-runs"` (spacy_ag.text_units)
-ALNUM_RUN_LANGS = ("zh", "ja", "th")
 
 _HEADER = """\
 # spaCy pipeline config for spacy-ag: {what}.
@@ -29,12 +28,17 @@ _HEADER = """\
 # segmenter is fitted without supervision on the raw text, gold dev data is
 # optional and only scored):
 #
-#   python -m spacy train {name} --output training --paths.train train.jsonl --paths.dev dev.txt
-#   spacy-ag train {name} --output training --paths.train train.jsonl [--paths.dev dev.txt]
+#   python -m spacy train {name} --output training --paths.train train.txt --paths.dev dev.txt
+#   spacy-ag train {name} --output training --paths.train train.txt [--paths.dev dev.txt]
 #
-# paths.train: JSONL, one {{"text": "..."}} per line (raw, unsegmented text).
+# paths.train: raw, unsegmented text (spacy-ag.TextCorpus.v1): plain text, one
+#              text per line, or JSONL, one {{"text": "..."}} per line (format
+#              "auto": by the extension .txt or .jsonl, else the first line), or
+#              wordseg's tagged or prepared text (format "wordseg-tags" or
+#              "wordseg-prepared", e.g. --corpora.train.format wordseg-tags).
 # paths.dev:   gold-segmented text, one utterance per line, words separated by
-#              spaces (spacy-ag.SegmentedCorpus.v1).
+#              spaces (spacy-ag.SegmentedCorpus.v1; wordseg's tagged text with
+#              --corpora.dev.format wordseg-tags).
 # The sampler settings are [nlp.tokenizer] iterations, chains, seed, workers and
 # [nlp.tokenizer.sampler] (any [sampler] setting); override them like any
 # setting, e.g. --nlp.tokenizer.iterations 500 --nlp.tokenizer.seed 3. boundary_chars: hard word
@@ -77,8 +81,9 @@ seed = 0
 [corpora]
 
 [corpora.train]
-@readers = "spacy.JsonlCorpus.v1"
+@readers = "spacy-ag.TextCorpus.v1"
 path = ${{paths.train}}
+format = "auto"
 
 [corpora.dev]
 @readers = "spacy-ag.SegmentedCorpus.v1"
@@ -116,15 +121,15 @@ refit = false
 
 
 def init_config_text(*, lang: Optional[str] = None, grammar: str = "unigram", phonemes: bool = False,
-                     iterations: int = 200, chains: int = 1, name: str = "config.cfg",
-                     args: Optional[str] = None) -> str:
+                     iterations: int = SegmenterSettings.iterations, chains: int = SegmenterSettings.chains,
+                     name: str = "config.cfg", args: Optional[str] = None) -> str:
     """The text of a complete starting pipeline config (see ``spacy-ag init-config``).
 
     lang (Optional[str]): spaCy language code; default "xx" for phonemes, else "zh".
     grammar (str): "unigram", "colloc", "colloc3" or a grammar file.
     phonemes (bool): Phoneme strings (Brent): only whitespace is a hard
         boundary, because the transcription uses punctuation characters as phonemes.
-    iterations, chains (int): Sampler settings of the segmenter.
+    iterations, chains (int): Sampler settings of the segmenter (default: the segmenter's).
     name (str): The file name shown in the usage comment.
     args (Optional[str]): The init-config arguments shown in the header.
     RETURNS (str): The config.
@@ -154,8 +159,7 @@ def init_config_text(*, lang: Optional[str] = None, grammar: str = "unigram", ph
         args = f"{name} --lang {lang} --grammar {grammar}" + (" --phonemes" if phonemes else "")
     base = Config().from_str(_BASE.format(lang=lang, grammar=json.dumps(grammar),
                                           boundary='""' if phonemes else "null", iterations=iterations,
-                                          units="alnum-runs" if lang in ALNUM_RUN_LANGS and not phonemes
-                                          else "graphemes",
+                                          units=UNIT_CHOICES[0] if phonemes else units_for_language(lang),
                                           chains=chains), interpolate=False)
     # spaCy fills the interpolated config; the variables (${paths.train}, ...) are then put back
     filled = util.load_model_from_config(base.interpolate(), auto_fill=True, validate=True).config

@@ -85,27 +85,59 @@ def _corpus_path(config: Mapping[str, Any], dot_name: str) -> Optional[Any]:
     return node.get("path") if isinstance(node, Mapping) else None
 
 
-def _check_corpora(config: Mapping[str, Any], config_path: Path) -> None:
-    """Clear one-line errors for the usual mistakes before spaCy sees the corpora."""
+#: spaCy's JSONL reader, and ours that also reads plain text and wordseg's formats (its superset of keys).
+JSONL_READER, TEXT_READER = "spacy.JsonlCorpus.v1", "spacy-ag.TextCorpus.v1"
+
+
+def _check_corpora(config: Mapping[str, Any], config_path: Path) -> List[str]:
+    """Clear one-line errors for the usual mistakes before spaCy sees the corpora.
+
+    RETURNS (List[str]): The dotted names of the corpora that name spaCy's
+        JSONL reader but whose file is plain text: `train_pipeline` reads them
+        with `TEXT_READER` instead (spaCy's reader would fail on every line).
+    """
+    from ..input_formats import resolve_text_format
+    from ..settings import TEXT_CORPUS_FORMATS
+
     training = config.get("training", {})
     train_name = training.get("train_corpus", "corpora.train")
     dev_name = training.get("dev_corpus", "corpora.dev")
     if _corpus_path(config, train_name) is None and "path" in _section(config, train_name):
         raise ConfigError(f"{config_path}: [{train_name}] path is not set; give the raw training text with "
-                          "--paths.train FILE (JSONL, one {\"text\": ...} per line)")
+                          "--paths.train FILE (plain text, one text per line, or JSONL, one {\"text\": ...} per "
+                          "line)")
+    plain: List[str] = []
     for name in (train_name, dev_name):
         path = _corpus_path(config, name)
         if path is None:
             continue
-        reader = str(_section(config, name).get("@readers", ""))
+        section = _section(config, name)
+        reader = str(section.get("@readers", ""))
         if Path(path).is_dir() and reader == "spacy.Corpus.v1":
             continue  # a folder of DocBins is what spacy.Corpus.v1 reads
         require_file(Path(path), f"[{name}] path", config_path)
-        if reader == "spacy.JsonlCorpus.v1":
+        declared = str(section.get("format", "auto")) if reader == TEXT_READER else "jsonl"
+        if reader == JSONL_READER and resolve_text_format(path) == "text":
+            plain.append(name)
+        elif declared in TEXT_CORPUS_FORMATS and reader in (JSONL_READER, TEXT_READER) \
+                and resolve_text_format(path, declared) == "jsonl":
             check_jsonl(Path(path))
     if training.get("max_epochs") == -1:
         raise ConfigError(f"{config_path}: training.max_epochs = -1 (streamed corpus) would fit the grammars on "
                           "only the first 100 texts; use max_epochs = 1 (or 0)")
+    return plain
+
+
+def _read_plain_text(config, names: Sequence[str]) -> None:
+    """Point the corpora `names` of the (raw) `config` at `TEXT_READER`, which takes spaCy's JSONL
+    reader's keys, so that the file is read as the plain text it is; one info line each."""
+    for name in names:
+        node = config
+        for part in name.split("."):
+            node = node[part]
+        node["@readers"] = TEXT_READER
+        info(f"[{name}] path is plain text, not JSONL: read with {TEXT_READER} instead of {JSONL_READER} (set it in "
+             "the config for `spacy train`)")
 
 
 def _section(config: Mapping[str, Any], dot_name: str) -> Mapping[str, Any]:
@@ -161,7 +193,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
         interpolated = config.interpolate()
     except Exception as err:
         raise ConfigError(Errors.E009.format(path=config_path, message=one_line(err))) from None
-    _check_corpora(interpolated, config_path)
+    _read_plain_text(config, _check_corpora(interpolated, config_path))
     if out.exists() and not out.is_dir():
         raise TrainingLayerError(Errors.E033.format(path=out))
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
@@ -180,10 +212,10 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
             interrupt = KeyboardInterrupt()
             interrupt.signum = err.signum  # SIGINT or SIGTERM: the exit code names it
             raise interrupt from None
-        if not observer.fits:
+        if not observer.fits and _fits_a_grammar(nlp):
             warn("no adaptor grammar was fitted (the components were already fitted or loaded a model_path)")
         if not nlp.meta.get("description"):
-            nlp.meta["description"] = "Unsupervised word segmentation with adaptor grammars (spacy-ag)"
+            nlp.meta["description"] = _description(nlp)
         nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
         dev = _dev_examples(nlp)
         loop_log = io.StringIO()  # spaCy's table of steps; the scores are shown below
@@ -201,6 +233,30 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
             info(f"Scores on the dev data ({len(dev)} examples, {out / 'scores.json'}):")
             typer.echo(format_pipeline_scores(scores))
         return PipelineTrainingResult(nlp, out, model_dir, scores, list(observer.fits))
+
+
+def _fits_a_grammar(nlp) -> bool:
+    """Whether `nlp` has a part that fits an adaptor grammar by the sampler in initialize and reports
+    the fit (the segmenter, ag_parser): then no fit means it was loaded. ag_topics reports none."""
+    from ..components.segmenter import Segmenter
+
+    return isinstance(nlp.tokenizer, Segmenter) or any(nlp.get_pipe_meta(name).factory == "ag_parser"
+                                                       for name in nlp.pipe_names)
+
+
+#: What a trained pipeline does, by its spacy-ag parts, for meta.json's description (spacy package's README).
+_DESCRIPTIONS = {"segmenter": "unsupervised word segmentation", "ag_parser": "unsupervised parsing (morphology)",
+                 "ag_topics": "unsupervised topics"}
+
+
+def _description(nlp) -> str:
+    from ..components.segmenter import Segmenter
+
+    parts = (["segmenter"] if isinstance(nlp.tokenizer, Segmenter) else []) + [
+        nlp.get_pipe_meta(name).factory for name in nlp.pipe_names]
+    found = [_DESCRIPTIONS[p] for p in dict.fromkeys(parts) if p in _DESCRIPTIONS] or ["adaptor-grammar models"]
+    text = ", ".join(found)
+    return text[0].upper() + text[1:] + " with adaptor grammars (spacy-ag)"
 
 
 def _valid_keys(err) -> str:
@@ -235,8 +291,9 @@ def _spacy_step(step, first, config_path: Path, **kwargs):
                                              )) from None
 
 
-def gold_examples(nlp, gold_path: Path) -> List:
-    """Examples of gold data: a DocBin (.spacy) of gold Docs or a segmented text file."""
+def gold_examples(nlp, gold_path: Path, gold_format: str = "text") -> List:
+    """Examples of gold data: a DocBin (.spacy) of gold Docs, a segmented text file, or (`gold_format`
+    "wordseg-tags") wordseg's tagged text."""
     if not gold_path.exists():
         raise FileNotFoundError(f"gold file not found: {gold_path}")
     if gold_path.is_dir() or gold_path.suffix == ".spacy":
@@ -245,35 +302,43 @@ def gold_examples(nlp, gold_path: Path) -> List:
         return list(Corpus(gold_path)(nlp))
     from ..components.readers import SegmentedCorpus
 
-    return list(SegmentedCorpus(gold_path)(nlp))
+    return list(SegmentedCorpus(gold_path, format=gold_format)(nlp))
 
 
-def evaluate_pipeline(model: PathLike, gold: PathLike, *, exclude: Optional[Sequence[str]] = None
-                      ) -> Dict[str, Any]:
+def evaluate_pipeline(model: PathLike, gold: PathLike, *, exclude: Optional[Sequence[str]] = None,
+                      gold_format: str = "text", wordseg: bool = False) -> Dict[str, Any]:
     """Score a trained pipeline's segmentation against gold data.
 
     model (Path): A pipeline directory (or an installed pipeline package name).
     gold (Path): A DocBin (.spacy) of gold Docs or a gold-segmented text file.
     exclude (Optional[Sequence[str]]): Also score without these one-character
         tokens (punctuation), under "without_punctuation".
+    gold_format (str): "text" or "wordseg-tags" (a text file of wordseg's tagged text).
+    wordseg (bool): Also the scores as wordseg-eval reports them, under "wordseg".
     RETURNS (Dict[str, Any]): nlp.evaluate's scores (token_*, boundary_*, lexicon_*, speed, ...).
     """
     import spacy
 
     from ..components.scoring import doc_words
-    from ..evaluation import segmentation_scores
+    from ..evaluation import SegmentationCounts, segmentation_scores, wordseg_scores
 
     nlp = spacy.load(model)
-    examples = gold_examples(nlp, Path(gold))
+    examples = gold_examples(nlp, Path(gold), gold_format)
     if not examples:
         raise ValueError(f"{gold}: no gold examples")
     scores = dict(nlp.evaluate(examples))
     scores["n_examples"] = len(examples)
+    pred = [doc_words(eg.predicted) for eg in examples]
+    ref = [doc_words(eg.reference) for eg in examples]
     if exclude:
-        pred = [doc_words(eg.predicted) for eg in examples]
-        ref = [doc_words(eg.reference) for eg in examples]
         s = segmentation_scores(pred, ref, exclude=exclude)
         scores["without_punctuation"] = {f"{name}_{m}": s[f"{key}_{m}"]
                                          for name, key in (("token", "token"), ("boundary", "boundary"),
                                                            ("lexicon", "type")) for m in "prf"}
+    if wordseg:
+        counts = SegmentationCounts()
+        for p, g in zip(pred, ref):
+            if g:  # wordseg-eval leaves blank lines out
+                counts.add(p, g)
+        scores["wordseg"] = wordseg_scores(counts)
     return scores

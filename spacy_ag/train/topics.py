@@ -1,7 +1,9 @@
-"""Topic configs (a [topics] section): online passes over documents, with checkpoints and resume.
+"""Topic configs (a [topics] section): Gibbs sweeps or online passes over documents, with checkpoints and resume.
 
 `train_topics` holds out `corpus.heldout_fraction` of the documents, trains
-`TopicModel` on the rest in `topics.passes` passes (each in its own shuffled
+`TopicModel` on the rest by `topics.sweeps` collapsed Gibbs sweeps (the
+rankings of the top words kept every `topics.history_every` sweeps) or, with
+``inference = "online"``, in `topics.passes` passes (each in its own shuffled
 order), and writes OUTPUT/model (the model archive), OUTPUT/config.cfg,
 OUTPUT/trace.jsonl, OUTPUT/heldout.txt and OUTPUT/scores.json (coherence of
 the top words on the held-out documents and their likelihood).
@@ -114,7 +116,7 @@ def _new_model(t, online):
 
     return TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=online, local_iterations=t.local_iterations,
                       units=t.units, inference=t.inference, sweeps=t.sweeps, alpha_every=t.alpha_every,
-                      sample_b=t.sample_b, word_adapted=t.word_adapted)
+                      sample_b=t.sample_b, word_adapted=t.word_adapted, history_every=t.history_every)
 
 
 def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out):
