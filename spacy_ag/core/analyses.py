@@ -11,7 +11,7 @@ sixty arrays, about 3.5 KB of arguments copied each time.
 import math
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .state import (
     CLOSED, OPEN, RULE, TABLE, TERM,
@@ -19,7 +19,7 @@ from .state import (
 )
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def theta_hat(G, S, r, collapsed):
     """Rule probability: collapsed Dirichlet predictive, or fixed (3.2)."""
     if collapsed:
@@ -28,25 +28,25 @@ def theta_hat(G, S, r, collapsed):
     return G.rule_theta[r]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def new_table_weight(S, ad):
     """lambda_A: the probability of opening a new table."""
     return (S.ad_m[ad] * S.ad_a[ad] + S.ad_b[ad]) / (S.ad_n[ad] + S.ad_b[ad])
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_new_table(S, ad):
     return math.log(new_table_weight(S, ad))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def table_weight(S, k):
     """omega_{A,k}: the probability of joining table k."""
     ad = S.tab_adaptor[k]
     return (S.tab_count[k] - S.ad_a[ad]) / (S.ad_n[ad] + S.ad_b[ad])
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
     """theta' of every original rule under the current state (3.3), tempered.
 
@@ -66,7 +66,7 @@ def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
         rho[r] = w if inv_temp == 1.0 else w ** inv_temp
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def add(G, S, root, collapsed, stack):
     """Insert an analysis; NEW table nodes open tables, CLOSED ones reopen."""
     lp = 0.0
@@ -113,7 +113,7 @@ def add(G, S, root, collapsed, stack):
     return lp
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def remove(G, S, root, collapsed, stack):
     """Take an analysis out; tables losing their last customer become CLOSED."""
     lp = 0.0
@@ -151,7 +151,7 @@ def remove(G, S, root, collapsed, stack):
     return lp
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def log_r(G, S, root, rho, inv_temp, stack):
     """log weight of an analysis under G' of the current (static) state (3.8).
 
@@ -191,7 +191,7 @@ def log_r(G, S, root, rho, inv_temp, stack):
 SAME_TABLES, SAME_ANALYSIS, SAME_VALUE = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _table_count_and_label(S, x):
     """A table node's customers now (0 for a NEW node or a CLOSED table) and its label."""
     k = S.node_table[x]
@@ -200,7 +200,7 @@ def _table_count_and_label(S, x):
     return (S.tab_count[k] if S.tab_state[k] == OPEN else 0), S.tab_label[k]
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def equal_trees(S, x, y, stack, marked, mode):
     """True if the trees under x and y are equal, TABLE nodes compared as `mode` says.
 
@@ -261,7 +261,7 @@ def equal_trees(S, x, y, stack, marked, mode):
     return equal
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def free_tree(S, root, stack):
     """Return the nodes of a discarded analysis, and its CLOSED tables, to the pools."""
     stack[0] = root

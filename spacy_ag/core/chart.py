@@ -16,7 +16,7 @@ scale and ynode (n + 1, width + 2).
 import math
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .compiled import KIND_INTERMEDIATE, KIND_PSEUDO, NO_SPAN_LIMIT
 from .rng import uniform
@@ -31,7 +31,7 @@ EMPTY = -(1 << 62)
 POW2_NEG = np.ldexp(1.0, -np.arange(1100))
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _exponent_sum(left, right):
     """The integer k with left + right = k ln 2, or EMPTY if either side is empty.
 
@@ -43,7 +43,7 @@ def _exponent_sum(left, right):
     return np.int64(math.floor((left + right) * INV_LN2 + 0.5))
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _pow2(k):
     """2**k, from the table when k <= 0."""
     if k <= 0:
@@ -51,13 +51,13 @@ def _pow2(k):
     return math.ldexp(1.0, k)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def chart_width(G, n):
     """Band width of the chart of n terminals: the longest bounded span, or n for a full chart."""
     return min(n, G.band) if G.band > 0 else n
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def new_chart(G, n):
     """(chart, scale, ynode) for texts of up to n terminals (shapes in the module docstring)."""
     width = chart_width(G, n)
@@ -65,28 +65,28 @@ def new_chart(G, n):
             np.full((n + 1, width + 2), -1, np.int32))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def new_viterbi_chart(G, n):
     """(vchart, ynode) for the Viterbi pass over texts of up to n terminals, which needs no scale."""
     width = chart_width(G, n)
     return np.zeros((n + 1, width + 2, G.n_sym)), np.full((n + 1, width + 2), -1, np.int32)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def trie_need(G, n):
     """Most trie nodes one text of n terminals can add: one per span the band holds."""
     w = chart_width(G, n)
     return n * w - w * (w - 1) // 2 + 1
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def column(i, j, width):
     """Column of span (i, j): its length, or width + 1 for a suffix longer than the band."""
     d = j - i
     return d if d <= width else width + 1
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def allowed(sym_span, sym_suffix, X, length, at_end):
     """Whether symbol X may cover a span of this length (at_end: the span ends the text).
 
@@ -95,7 +95,7 @@ def allowed(sym_span, sym_suffix, X, length, at_end):
     return length <= sym_span[X] and (at_end or sym_suffix[X] == 0)
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def mask_cell(cell, sym_span, suffix_syms, mask_span, length, at_end, zero):
     """Set to `zero` the symbols of a cell that may not cover its span; return whether the
     unary closure must check its parents too. Most cells need none of this (on Brent, none)."""
@@ -111,7 +111,7 @@ def mask_cell(cell, sym_span, suffix_syms, mask_span, length, at_end, zero):
     return masking
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def split_bounds(i, j, n, width, left_span, right_span):
     """First and last split s of span (i, j) whose parts (i, s) and (s, j) are stored and
     no longer than left_span and right_span."""
@@ -121,7 +121,7 @@ def split_bounds(i, j, n, width, left_span, right_span):
     return lo, hi
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def span_yields(S, words, n, n_term, ynode):
     """ynode[i, d] = trie node of words[i:i+d], or -1 if no table ever had that yield."""
     width = ynode.shape[1] - 2
@@ -135,7 +135,7 @@ def span_yields(S, words, n, n_term, ynode):
         ynode[i, width + 1] = -1
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def log_cache_weight(S, k, inv_temp, tab_lw):
     """Log weight of reusing table k: given in tab_lw (variational), else the tempered PY weight.
 
@@ -147,14 +147,14 @@ def log_cache_weight(S, k, inv_temp, tab_lw):
     return inv_temp * math.log(table_weight(S, k))
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
     """Fill the chart for words[:n]; return log Z (-inf if unparseable)."""
     return inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
                            np.empty(0))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw):
     """`inside` with the cache weights given: tab_lw[k] is the log weight of table k
     (the variational engine's E log pi); an empty tab_lw means the MCMC weights."""
@@ -283,7 +283,7 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     return math.log(v) + scale[0, top]
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
     """Draw how item (X, i, j) is built: (choice, index, split) with choice 0 = table
     `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`."""
@@ -357,7 +357,7 @@ def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_tem
     return last_choice, last_q, last_s
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _chosen_rule(G, choice, q):
     if choice == 1:
         return G.un_rule[q]
@@ -366,7 +366,7 @@ def _chosen_rule(G, choice, q):
     return G.bin_rule[q]
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
     """Children of a chosen chart rule as buf[:nb] = (symbol, start, end), rightmost first.
 
@@ -424,7 +424,7 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
     return nb + 1
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, rng, tasks, buf):
     """Draw one analysis from the chart; return (root node, log r of the draw).
 
@@ -435,7 +435,7 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
                                 np.empty(0), rng, tasks, buf)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw,
                          rng, tasks, buf):
     """`sample_tree` with given cache weights (see `inside_weighted`)."""
@@ -508,7 +508,7 @@ REC_TERM, REC_RULE, REC_CACHED, REC_NEW = 0, 1, 2, 3
 REC_WIDTH = 6  # kind, symbol, value (terminal, rule or table), number of children, start, end
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab_lw, rng, tasks, buf,
                    rec, r0, r_end):
     """Draw one tree as preorder records rec[r0:]; return (records written, log weight).

@@ -10,10 +10,12 @@ the small routine below (6, Special functions).
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..kernel_environment import kernel
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def digamma(x):
     """psi(x) for x > 0: shift up with psi(x) = psi(x + 1) - 1/x, then the asymptotic series
     (from x >= 12 its first omitted term is below 1e-14)."""
@@ -29,7 +31,7 @@ def digamma(x):
     return shift + math.log(x) - 0.5 * inv - series
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def expected_log_theta(gamma, rule_parent, n_nt, out):
     """E_q[log theta_r] = psi(gamma_r) - psi(sum of gamma over r's parent) (Eq. 8)."""
     totals = np.zeros(n_nt)
@@ -39,7 +41,7 @@ def expected_log_theta(gamma, rule_parent, n_nt, out):
         out[r] = digamma(gamma[r]) - digamma(totals[rule_parent[r]])
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _stick_terms(nu1, nu2, log_pi, log_rest, i):
     total = digamma(nu1[i] + nu2[i])
     log_pi[i] = digamma(nu1[i]) - total
@@ -56,7 +58,7 @@ STICK_SLICES = 16
 STICK_BLOCK = 8
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def stick_terms(nu1, nu2, log_pi, log_rest):
     """E_q[log V_i] into log_pi and E_q[log(1 - V_i)] into log_rest, for every i.
 
@@ -74,7 +76,7 @@ def stick_terms(nu1, nu2, log_pi, log_rest):
             _stick_terms(nu1, nu2, log_pi, log_rest, i)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def stick_expectations(nu1, nu2, log_pi):
     """E_q[log pi_i] of every listed entry (Eq. 7); returns E_q[log rho], the base-draw mass.
 

@@ -17,7 +17,7 @@ yield and derivation) is that entry.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .analyses import SAME_TABLES, equal_trees, free_tree
 from .state import (
@@ -73,7 +73,7 @@ def fit_capacity(V: Variational, tab_cap: int) -> Variational:
     return V._replace(**changes)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def count_productions(G, S, root, sign, stack, table_uses, rule_uses):
     """Add `sign` times the one-level productions of a tree (rules down to its TABLE references)
     to N_rule (S.f) and to U (S.tab_count); with non-empty `table_uses` / `rule_uses`, also
@@ -99,19 +99,19 @@ def count_productions(G, S, root, sign, stack, table_uses, rule_uses):
             top = push_children(S, x, stack, top)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def count_label(G, S, label, sign, stack):
     """Add (sign=1) or remove (-1) a label's one-level productions to N_rule and to U."""
     count_productions(G, S, label, sign, stack, np.empty(0), np.empty(0))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def same_derivation(S, x, y, stack):
     """Equal trees, with TABLE nodes equal when they reference the same entry."""
     return equal_trees(S, x, y, stack, stack[:0], SAME_TABLES)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def find_entry(S, ad, y, label, skip, stack):
     """The entry of adaptor `ad` with yield node `y` and this derivation (other than `skip`), or -1."""
     k = S.trie_head[y]
@@ -122,7 +122,7 @@ def find_entry(S, ad, y, label, skip, stack):
     return -1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def create_entry(G, S, V, ad, y, label, stack):
     """Append a new entry (f~ = 0) at the end of its grammaton."""
     k = alloc_table(S)
@@ -141,7 +141,7 @@ def create_entry(G, S, V, ad, y, label, stack):
     return k
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def remove_entry(G, S, V, k, stack):
     """Drop an unreferenced entry: its productions leave N_rule and U, its nodes the pool."""
     label = S.tab_label[k]
@@ -154,7 +154,7 @@ def remove_entry(G, S, V, k, stack):
     free_table(S, k)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def entries_of_all_adaptors(S, V, n_ad, ptr):
     """Every adaptor's entries in stick order, in one scan of the tables: adaptor ad's are
     out[ptr[ad]:ptr[ad+1]], as `entries_by_rank(S, V, ad)` gives them (which scans every table
@@ -208,7 +208,7 @@ def entries_of_all_adaptors(S, V, n_ad, ptr):
     return out
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def with_new_entries(S, V, ordered, ptr, first_rank, joined):
     """The stick order `ordered` (adaptor ad's entries ordered[ptr[ad]:ptr[ad+1]], as
     `entries_of_all_adaptors` gave them) after entries were only created, not removed: those
@@ -243,7 +243,7 @@ def with_new_entries(S, V, ordered, ptr, first_rank, joined):
     return out, out_ptr
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _the_new_entries(S, V, joined, n_new, first_rank):
     """True if `joined` are n_new open tables ranked first_rank or later, in rising rank."""
     if joined.shape[0] != n_new:
@@ -256,7 +256,7 @@ def _the_new_entries(S, V, joined, n_new, first_rank):
     return True
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def entries_by_rank(S, V, ad):
     """The entries of adaptor `ad` in stick order."""
     n_tab = S.counters[TAB_HWM]
@@ -275,7 +275,7 @@ def entries_by_rank(S, V, ad):
     return out[np.argsort(keys, kind="mergesort")]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def merge_entries(G, S, V, keep, drop, stack):
     """Fold entry `drop` into the equal entry `keep`: statistics add, references move."""
     V.ft[keep] += V.ft[drop]
@@ -301,7 +301,7 @@ def merge_entries(G, S, V, keep, drop, stack):
     remove_entry(G, S, V, drop, stack)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def yield_node(S, words, i, j, n_term):
     y = 0
     for p in range(i, j):
@@ -309,7 +309,7 @@ def yield_node(S, words, i, j, n_term):
     return y
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def adopt_subtree(G, S, V, X, label, y, stack):
     """The entry for a base-expanded adapted subtree: an equal existing entry, or a new one."""
     ad = G.sym_adaptor[X]
@@ -320,7 +320,7 @@ def adopt_subtree(G, S, V, X, label, y, stack):
     return create_entry(G, S, V, ad, y, label, stack)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def new_table_node(S, X, k):
     x = alloc_node(S, TABLE, X, -1)
     S.node_table[x] = k

@@ -2,14 +2,14 @@
 import math
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .borrowed import borrowed
 from .rng import uniform, uniform_pos
 from .state import OPEN, TAB_HWM
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def size_histogram(S, ad):
     """(sizes, multiplicities) of the open tables of adaptor `ad`."""
     max_size = 0
@@ -35,7 +35,7 @@ def size_histogram(S, ad):
     return sizes, mult
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _log_rising_tables(m, a, b):
     """sum_{k=0}^{m-1} log(b + k a)."""
     if m <= 2000 or a < 1e-8:
@@ -46,7 +46,7 @@ def _log_rising_tables(m, a, b):
     return m * math.log(a) + math.lgamma(m + b / a) - math.lgamma(b / a)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _log_table_sizes(sizes, mult, a):
     """sum over tables of sum_{j=1}^{n_k - 1} log(j - a)."""
     t = 0.0
@@ -62,7 +62,7 @@ def _log_table_sizes(sizes, mult, a):
     return t
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_seating(sizes, mult, a, b):
     """log PY(seating | a, b) of one restaurant (1.2)."""
     m = 0
@@ -76,18 +76,18 @@ def log_seating(sizes, mult, a, b):
             + math.lgamma(b) - math.lgamma(b + n))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_beta_pdf(x, e, f):
     return ((e - 1.0) * math.log(x) + (f - 1.0) * math.log(1.0 - x)
             + math.lgamma(e + f) - math.lgamma(e) - math.lgamma(f))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_gamma_pdf(x, shape, scale):
     return (shape - 1.0) * math.log(x) - x / scale - shape * math.log(scale) - math.lgamma(shape)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_rules(G, S, collapsed):
     """The rule part of the log posterior: collapsed Dirichlet-multinomial or fixed theta."""
     t = 0.0
@@ -103,7 +103,7 @@ def log_rules(G, S, collapsed):
     return t
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_posterior(G, S, collapsed):
     """log P(analyses | alpha, a, b) (3.14)."""
     G, S = borrowed((G, S))
@@ -114,14 +114,14 @@ def log_posterior(G, S, collapsed):
     return t
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _target_a(sizes, mult, a, b, e, f):
     if a <= 0.0 or a >= 1.0:
         return -np.inf
     return log_seating(sizes, mult, a, b) + log_beta_pdf(a, e, f)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _target_log_b(sizes, mult, a, eta, shape, scale):
     b = math.exp(eta)
     if b <= 1e-20 or not np.isfinite(b):
@@ -129,7 +129,7 @@ def _target_log_b(sizes, mult, a, eta, shape, scale):
     return log_seating(sizes, mult, a, b) + log_gamma_pdf(b, shape, scale) + eta
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _slice_a(rng, sizes, mult, a, b, e, f, iterations):
     """Stepping-out and shrinkage slice sampler (Neal 2003) on (0, 1)."""
     x = a
@@ -156,7 +156,7 @@ def _slice_a(rng, sizes, mult, a, b, e, f, iterations):
     return x
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _slice_log_b(rng, sizes, mult, a, b, shape, scale, iterations):
     """The same slice sampler on eta = log b (no lower bound to hit)."""
     x = math.log(b)
@@ -185,7 +185,7 @@ def _slice_log_b(rng, sizes, mult, a, b, shape, scale, iterations):
     return math.exp(x)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sample_hyperparameters(S, sample_a, beta_e, beta_f, gamma_shape, gamma_scale, rounds, iterations):
     """py-cfg's schedule: `rounds` of (b, a), then b once more, per adaptor with customers."""
     S = borrowed(S)
@@ -205,7 +205,7 @@ def sample_hyperparameters(S, sample_a, beta_e, beta_f, gamma_shape, gamma_scale
         S.ad_b[ad] = b
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_hyper_prior(S, sample_a, beta_e, beta_f, gamma_shape, gamma_scale):
     t = 0.0
     for ad in range(S.ad_a.shape[0]):

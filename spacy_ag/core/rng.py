@@ -6,7 +6,7 @@ makes every chain's stream explicit: it is saved, restored and derived from
 one seed (splitmix64), which is what bit-for-bit resume needs.
 """
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 _MASK = (1 << 64) - 1
 
@@ -29,7 +29,7 @@ def make_rng(seed: int) -> np.ndarray:
     return np.array(words, dtype=np.uint64)
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def splitmix64(x):
     """The splitmix64 output for state `x` (a uint64): a well-mixed 64-bit value."""
     z = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -37,7 +37,7 @@ def splitmix64(x):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def seeded_rng(seed):
     """xoshiro256** state from one 64-bit seed (splitmix64), as `make_rng` gives it, in a kernel."""
     out = np.empty(4, np.uint64)
@@ -48,12 +48,12 @@ def seeded_rng(seed):
     return out
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def next_u64(s):
     result = _rotl(s[1] * np.uint64(5), 7) * np.uint64(9)
     t = s[1] << np.uint64(17)
@@ -66,25 +66,25 @@ def next_u64(s):
     return result
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def uniform(s):
     """A double in [0, 1)."""
     return float(next_u64(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def uniform_pos(s):
     """A double in (0, 1), safe to take the log of."""
     return (float(next_u64(s) >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def randint(s, n):
     """An integer in [0, n)."""
     return int(uniform(s) * n)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def shuffle(s, arr):
     for i in range(arr.shape[0] - 1, 0, -1):
         j = randint(s, i + 1)
@@ -93,14 +93,14 @@ def shuffle(s, arr):
         arr[j] = tmp
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def stream_seed(x, i):
     """The seed of item i's random stream under the 64-bit key `x`: the splitmix64 output for
     state (x ^ i) + the golden gamma (`online._mix(..., i)`)."""
     return splitmix64((np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def stream_seeds(x, n):
     """(n,) uint64: `stream_seed(x, i)` for i < n."""
     out = np.empty(n, np.uint64)

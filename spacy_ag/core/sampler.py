@@ -8,7 +8,7 @@ returns to Python inside a sweep.
 import math
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .analyses import SAME_ANALYSIS, add, equal_trees, fill_rho, free_tree, log_r, remove
 from .borrowed import borrowed
@@ -22,7 +22,7 @@ N_STATS = 8
 UNPARSEABLE = -1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def need_nodes(n, max_unary):
     """Worst-case nodes of one analysis of n terminals (plus a label node per adapted node)."""
     return 2 * (n + (2 * n) * (max_unary + 2)) + 8
@@ -42,7 +42,7 @@ class Workspace:
         self.terms = np.zeros(m, np.int32)
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh, stack, marked,
             equality=SAME_ANALYSIS):
     """The Metropolis-Hastings test (3.9) between a removed analysis and a proposal.
@@ -66,7 +66,7 @@ def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh,
     return REJECTED
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, tasks, buf,
              stack, marked, stats):
     old = S.sent_root[d]
@@ -87,7 +87,7 @@ def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, 
     return True
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_unary, rho, chart,
           scale, ynode, tasks, buf, stats):
     """Resample the sentences order[pos:]; return the next position, or -(d+1) if d fails."""
@@ -108,7 +108,7 @@ def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_un
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_unary, rho, chart,
                scale, ynode, tasks, buf):
     """Sample a first analysis for order[pos:] (3.11).
@@ -141,7 +141,7 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
     """Add the stored first analyses (batch initialization): each adapted node opens a table."""
     G, S = borrowed((G, S))
@@ -156,7 +156,7 @@ def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def open_tables(S, ad, rng):
     """The open tables of adaptor `ad` in a random order."""
     count = 0
@@ -173,7 +173,7 @@ def open_tables(S, ad, rng):
     return out
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def tables_in_yield_order(S, n_term):
     """The open tables of all adaptors in py-cfg's order (its yield trie, walked depth first):
     yields in the order of their terminals, each before its extensions, and the tables of one
@@ -208,7 +208,7 @@ def tables_in_yield_order(S, n_term):
     return out[:count]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
                     tasks, buf, terms, stats, equality):
     """Table-label resampling (3.12) for tables[pos:], a new label equal to the old one (`equal_trees`

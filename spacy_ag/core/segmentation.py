@@ -8,12 +8,12 @@ segmentation is written as boundary marks: marks[p] = 1 when a word starts at
 p (marks[0] and marks[n] are always 1).
 """
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .state import TABLE, TERM
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def mark_words(S, root, seg_mask, offset, marks, stack):
     """Mark the word boundaries of the pool tree `root` laid at words[offset:]."""
     pos = offset
@@ -63,7 +63,7 @@ def mark_words(S, root, seg_mask, offset, marks, stack):
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def corpus_marks(S, sent_ptr, seg_mask, marks):
     """Boundary marks of every sentence's current analysis.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 TERM, RULE, TABLE = 0, 1, 2
 FREE, OPEN, CLOSED = 0, 1, 2
@@ -137,7 +137,7 @@ def has_room(state: State, need_nodes: int, need_tables: int, need_trie: int) ->
     return bool(room_ok(state, need_nodes, need_tables, need_trie))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def room_ok(S, need_nodes, need_tables, need_trie):
     c = S.counters
     if c[NODE_HWM] + need_nodes > S.node_kind.shape[0]:
@@ -155,7 +155,7 @@ def room_ok(S, need_nodes, need_tables, need_trie):
 # allocation
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def alloc_node(S, kind, sym, rule):
     c = S.counters
     if c[NODE_FREE] > 0:
@@ -174,7 +174,7 @@ def alloc_node(S, kind, sym, rule):
     return x
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def link_built_children(S, x, built, top, n):
     """Hang the last n nodes of the stack `built` under x, built[top - 1] first (trees read from
     records are built children first, right to left); returns the new top."""
@@ -189,14 +189,14 @@ def link_built_children(S, x, built, top, n):
     return top - n
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def free_node(S, x):
     c = S.counters
     S.node_free[c[NODE_FREE]] = x
     c[NODE_FREE] += 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def alloc_table(S):
     c = S.counters
     if c[TAB_FREE] > 0:
@@ -207,7 +207,7 @@ def alloc_table(S):
     return k
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def tables_taken_since(S, free_before, hwm_before):
     """The tables `alloc_table` handed out since the counters TAB_FREE and TAB_HWM were
     free_before and hwm_before, in the order it handed them out: the top of the free list first,
@@ -223,7 +223,7 @@ def tables_taken_since(S, free_before, hwm_before):
     return out
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def free_table(S, k):
     c = S.counters
     S.tab_state[k] = FREE
@@ -233,7 +233,7 @@ def free_table(S, k):
     c[TAB_FREE] += 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def push_children(S, x, stack, top):
     """Push the children of pool node x on a walk's stack; return the new top."""
     c = S.node_child[x]
@@ -248,13 +248,13 @@ def push_children(S, x, stack, top):
 # the yield trie
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _slot(key, mask):
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64((h >> np.uint64(29)) & np.uint64(mask))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def trie_child(S, node, term, n_term):
     """The trie node extending `node` by `term`, or -1."""
     key = np.int64(node) * n_term + term
@@ -269,7 +269,7 @@ def trie_child(S, node, term, n_term):
         i = (i + 1) & mask
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def trie_insert(S, node, term, n_term):
     """The child of `node` by `term`, created if absent (room was checked by the caller)."""
     key = np.int64(node) * n_term + term
@@ -294,7 +294,7 @@ def trie_insert(S, node, term, n_term):
     return child
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def rehash(old_keys, old_vals, keys, vals):
     mask = keys.shape[0] - 1
     for j in range(old_keys.shape[0]):
@@ -308,7 +308,7 @@ def rehash(old_keys, old_vals, keys, vals):
         vals[i] = old_vals[j]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def yield_length(S, y):
     n = 0
     while y > 0:
@@ -317,7 +317,7 @@ def yield_length(S, y):
     return n
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def yield_terms(S, y, out):
     """Write the terminals of trie node `y` into out[:len]; return len."""
     n = yield_length(S, y)
@@ -333,7 +333,7 @@ def yield_terms(S, y, out):
 # tables in the yield lists
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def link_table(S, k):
     y = S.tab_yield[k]
     head = S.trie_head[y]
@@ -344,7 +344,7 @@ def link_table(S, k):
     S.trie_head[y] = k
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def unlink_table(S, k):
     prev, nxt = S.tab_prev[k], S.tab_next[k]
     if prev >= 0:

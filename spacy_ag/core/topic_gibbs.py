@@ -26,7 +26,9 @@ every word type. Random state: a xoshiro256** array (`rng.make_rng`).
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..kernel_environment import kernel
 
 from .borrowed import borrowed
 from .grammatons import create_entry, yield_node
@@ -36,7 +38,7 @@ from .state import room_ok
 from .topics import derivation_label, document_word_weights, lexicon_entry, relative_weights, spelling_label
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def topic_weights(ndk, nwk, inv_norm, alpha, b, base_w, d, w, out):
     """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b_k G0(w)) / (n_k + b_k) over k, for
     a token of word type w in document d whose own counts are already taken out; base_w = G0(w) and
@@ -49,7 +51,7 @@ def topic_weights(ndk, nwk, inv_norm, alpha, b, base_w, d, w, out):
     return total
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def draw_index(cumulative, u):
     """The first index whose cumulative weight exceeds u (u uniform on [0, total))."""
     for j in range(cumulative.shape[0]):
@@ -58,7 +60,7 @@ def draw_index(cumulative, u):
     return cumulative.shape[0] - 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
     """Redraw every token's topic once, in corpus order, from its full conditional; b (K,) holds
     every topic's concentration."""
@@ -82,7 +84,7 @@ def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
         inv_norm[k] = 1.0 / (nk[k] + b[k])
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def antoniak(customers, weight, rng):
     """The number of tables of `customers` in a DP restaurant whose base gives the dish `weight`
     (b G0(w)): customer i + 1 opens a table with probability weight / (weight + i)."""
@@ -93,7 +95,7 @@ def antoniak(customers, weight, rng):
     return tables
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def table_counts(nwk, b, base, rng, word_tables, topic_tables):
     """Draw the tables behind every count n_kw of the topics' DP(b_k, base) restaurants; their sums
     go to word_tables (W,) and topic_tables (K,)."""
@@ -108,7 +110,7 @@ def table_counts(nwk, b, base, rng, word_tables, topic_tables):
                 topic_tables[k] += t
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def lexicon_tables(word_tables, b, spelled, rng, out):
     """Draw the tables of the shared lexicon (an adapted WORD, DP(b, G0)) whose customers are the
     topics' tables: out[w] for word_tables[w] customers of dish w."""
@@ -116,7 +118,7 @@ def lexicon_tables(word_tables, b, spelled, rng, out):
         out[w] = antoniak(int(word_tables[w]), b * spelled[w], rng)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _log_target_b(eta, customers, tables, shape, scale):
     """log p(b | tables) + eta at b = exp(eta): the Dirichlet-process restaurants' seating terms
     sum_r [t_r log b + lgamma(b) - lgamma(b + n_r)] under a Gamma(shape, scale) prior."""
@@ -130,7 +132,7 @@ def _log_target_b(eta, customers, tables, shape, scale):
     return out
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sample_concentration(b, customers, tables, shape, scale, rng, iterations):
     """Redraw the concentration b shared by DP restaurants with customers (R,) and tables (R,), by
     slice sampling log b (stepping out, then shrinkage; Neal 2003), as the MCMC engine samples an
@@ -160,7 +162,7 @@ def sample_concentration(b, customers, tables, shape, scale, rng, iterations):
     return math.exp(x)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def spelling_counts(spell, spell_ptr, word_tables, n_char):
     """Uses of the base's rules by the tables: (CHARS -> CHAR CHARS, CHARS -> CHAR, per character)."""
     more = 0.0
@@ -175,7 +177,7 @@ def spelling_counts(spell, spell_ptr, word_tables, n_char):
     return more, last, chars
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def base_probabilities(spell, spell_ptr, word_tables, prior_more, prior_last, prior_chars, out):
     """out[w] = G0(w) with the base's rule probabilities at their posterior means given the
     tables (Dirichlet priors prior_more, prior_last for the CHARS rules, prior_chars (C,) for
@@ -193,7 +195,7 @@ def base_probabilities(spell, spell_ptr, word_tables, prior_more, prior_last, pr
         out[w] = math.exp(lw)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def optimize_alpha(ndk, doc_length, alpha, iterations):
     """Minka's fixed point for an asymmetric Dirichlet alpha (K,) from the documents' topic counts,
     in place: alpha_k <- alpha_k sum_d [psi(n_dk + alpha_k) - psi(alpha_k)]
@@ -231,7 +233,7 @@ def optimize_alpha(ndk, doc_length, alpha, iterations):
         alpha[:] = new
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
     """log p(z, w | alpha, b (K,), G0) with the documents' proportions and the topics integrated out:
     the trace of a run, and the target whose ratios `topic_weights` gives."""
@@ -254,14 +256,14 @@ def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
     return out
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def random_topics(z, n_topics, rng):
     """The sampler's starting point: every token's topic uniform at random."""
     for t in range(z.shape[0]):
         z[t] = min(int(uniform(rng) * n_topics), n_topics - 1)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, word_tables, pos, stack, need):
     """Hand a sample to the variational state: an entry of TOPIC_k for every word w with n_kw > 0,
     its f~ set to n_kw, and with a shared lexicon an entry of WORD for every word with topic tables
@@ -297,7 +299,7 @@ def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, word_tables, pos, sta
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sample_document_topics(weights, alpha, sweeps, rng, theta):
     """E[theta] of one new document with the topics fixed, by collapsed Gibbs sampling of its tokens'
     topics: weights (T, K) are P_k(w_t) up to a factor per token; the tokens are seated one by one
@@ -329,7 +331,7 @@ def sample_document_topics(weights, alpha, sweeps, rng, theta):
         theta[k] /= kept
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def infer_documents_gibbs(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, seed, thetas, phis, logliks):
     """E[theta] of every document (thetas (D, K)) by `sample_document_topics`, in parallel; phis
     (tokens, K) are the tokens' topic distributions given it, logliks (D,) sum_t log sum_k theta_k
@@ -340,7 +342,7 @@ def infer_documents_gibbs(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, se
                           logliks)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def text_seed(seed, chars, tok_ptr, t0, t1):
     """A 64-bit seed from `seed` and the characters of tokens t0..t1 (token boundaries included)."""
     x = seed
@@ -351,7 +353,7 @@ def text_seed(seed, chars, tok_ptr, t0, t1):
     return x
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _infer_gibbs_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, seed, thetas, phis, logliks):
     for d in prange(doc_ptr.shape[0] - 1):
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]

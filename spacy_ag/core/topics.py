@@ -20,7 +20,9 @@ from collections import namedtuple
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..kernel_environment import kernel
 
 from .borrowed import borrowed
 from .expectations import digamma
@@ -47,7 +49,7 @@ TopicRules = namedtuple(
 )
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def base_log_weight(R, lrho, chars):
     """log weight of spelling `chars` from the base: WORD -> CHARS, the CHARS chain, CHAR -> c."""
     n = chars.shape[0]
@@ -57,7 +59,7 @@ def base_log_weight(R, lrho, chars):
     return lw
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def lexicon_entry(S, R, y):
     """The entry of the shared lexicon (an adapted WORD) spelling yield node y, or -1."""
     if y < 0 or R.word_adaptor[0] < 0:
@@ -68,7 +70,7 @@ def lexicon_entry(S, R, y):
     return k
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def word_log_weight(S, V, R, chars, y):
     """log weight of WORD spelling `chars` (yield node y, or -1 if it has none): the base, plus the
     word's lexicon entry when WORD is adapted."""
@@ -80,7 +82,7 @@ def word_log_weight(S, V, R, chars, y):
     return lw
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def word_topic_log_weights(G, S, V, R, chars, out):
     """out[i] = log P_i(w) under G' for every topic i."""
     K = R.topic_nt.shape[0]
@@ -103,7 +105,7 @@ def word_topic_log_weights(G, S, V, R, chars, out):
     return y
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _responsibilities(gamma, logp, weights, phi, elog, scaled, total):
     """phi_t,i proportional to exp(E log theta_i) P_i(w_t) under Dirichlet(gamma); total = sum_t phi_t.
 
@@ -138,7 +140,7 @@ def _responsibilities(gamma, logp, weights, phi, elog, scaled, total):
             total[i] += phi[t, i]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1):
     """log P_i(w) of the tokens t0..t1 of a document (one row each), and each token's yield node."""
     logp = np.empty((t1 - t0, R.topic_nt.shape[0]))
@@ -148,7 +150,7 @@ def document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1):
     return logp, ys
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def relative_weights(logp):
     """P_i(w_t) / max_j P_j(w_t) from the log weights, in (0, 1], and each row's max (T,)."""
     T, K = logp.shape
@@ -164,7 +166,7 @@ def relative_weights(logp):
     return weights, top
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def document_topics(alpha, logp, iterations, gamma, phi):
     """Local mean-field for one document: gamma = alpha + sum_t phi_t with
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
@@ -194,7 +196,7 @@ def document_topics(alpha, logp, iterations, gamma, phi):
     return loglik
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def infer_documents(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
     """Topic proportions (gammas), token responsibilities (phis, one row per token) and
     log likelihoods of documents, with the grammatons fixed; documents run in parallel."""
@@ -202,7 +204,7 @@ def infer_documents(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gamm
     _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
     for d in prange(doc_ptr.shape[0] - 1):
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
@@ -210,7 +212,7 @@ def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gamm
         logliks[d] = document_topics(alpha, logp, iterations, gammas[d], phis[t0:t1])
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def derivation_label(S, R, topic, chars, lexicon):
     """The derivation of a word under TOPIC_topic, as pool nodes: down to the characters, or,
     with a lexicon entry (>= 0), to a reference to it."""
@@ -219,7 +221,7 @@ def derivation_label(S, R, topic, chars, lexicon):
     return root
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def spelling_label(S, R, chars):
     """WORD -> CHARS -> ... -> the characters, as pool nodes (a word spelled by the base)."""
     word_nt, chars_nt, char_nt = R.nts[0], R.nts[1], R.nts[2]
@@ -242,7 +244,7 @@ def spelling_label(S, R, chars):
     return word
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def draw_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
                    topics, entries, logliks):
     """Local E-step and S draws per token of every document of `docs`, in parallel (4.4, 4.5);
@@ -260,7 +262,7 @@ def draw_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iter
                              tok_start, topics, entries, logliks)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples,
                              tok_start, topics, entries, logliks):
     for b in prange(docs.shape[0]):
@@ -268,7 +270,7 @@ def _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, a
                        topics, entries, logliks, b)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
                    topics, entries, logliks, b):
     K = R.topic_nt.shape[0]
@@ -313,7 +315,7 @@ def _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iter
             r += 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _absorb_word(G, S, V, R, word, y, lexicon, w, stack):
     """Count a base draw of WORD with weight w: a use of the lexicon entry `lexicon`, or (-1) the
     spelling's rules, and with an adapted WORD a use of the word's lexicon entry, made if new.
@@ -334,7 +336,7 @@ def _absorb_word(G, S, V, R, word, y, lexicon, w, stack):
     return lexicon
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def absorb_document_draws(G, S, V, R, chars, tok_ptr, doc_ptr, docs, n_samples, tok_start, topics, entries,
                           logliks, pos, stack, result, need):
     """f/g/h counts of the draws of documents docs[pos:], in order; a base draw whose word has no

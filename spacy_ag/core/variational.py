@@ -13,7 +13,9 @@ Bayes is the same code with one minibatch of the whole corpus and step size 1.
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from ..kernel_environment import kernel
 
 from .analyses import free_tree
 from .borrowed import borrowed
@@ -34,7 +36,7 @@ NEG_INF = -np.inf
 OK, UNPARSEABLE, OVERFLOW = 0, 1, 2
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b):
     """Parse sentence batch[b] under G' and draw samp_len.shape[1] trees (see `estep`)."""
     n_samples = samp_len.shape[1]
@@ -63,7 +65,7 @@ def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_le
         r0 += count
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status):
     """Parse every sentence of the batch under G' and draw samp_len.shape[1] trees each, in parallel.
 
@@ -80,7 +82,7 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
     _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, longest_first)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor):
     """`estep` into records sized `record_factor` per terminal and tree, doubled until they fit
     (the size does not change the draws). Returns (rec, rec_ptr, samp_len, scores, status,
@@ -100,7 +102,7 @@ def draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
         record_factor *= 2
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_factor, stack, built, need, eps, scale,
               corr, ordered, ptr):
     """One minibatch of Algorithm 2 in one call (without the refinement): `draw_records` with the
@@ -132,7 +134,7 @@ def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_facto
     return pos, batch_loglik(scores, status), rec, rec_ptr, samp_len, scores, status, record_factor, ordered, ptr
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, seed_key, first_stream, samples, record_factor, stack,
                 built, need, eps, scale, corr):
     """Consecutive minibatches in one call, minibatch j being items[batch_ptr[j]:batch_ptr[j+1]] done
@@ -160,7 +162,7 @@ def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, seed_key, first_stre
             return n, pos, logliks, rec, rec_ptr, samp_len, scores, status, record_factor
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def batch_loglik(scores, status):
     """A minibatch's log likelihood (4.15): per parsed sentence the best log weight among its
     drawn trees, summed in sentence order. scores: (sentences, samples); status: (sentences,)."""
@@ -171,13 +173,13 @@ def batch_loglik(scores, status):
     return total
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, order):
     for i in prange(order.shape[0]):
         estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, order[i])
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def materialize(G, S, V, rec, r0, r1, words, weight, copies, stack, built):
     """Turn the records of one tree into pool nodes; return its root.
 
@@ -212,13 +214,13 @@ def materialize(G, S, V, rec, r0, r1, words, weight, copies, stack, built):
     return built[0]
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _add(counts, i, weight, copies):
     for _ in range(copies):
         counts[i] += weight
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def copies_of_samples(rec, r0, lengths, copies):
     """copies[s]: how many of the trees drawn for one sentence equal tree s, counted at the first
     of them (0 at the others). The trees' records start at rec[r0] and follow each other;
@@ -237,7 +239,7 @@ def copies_of_samples(rec, r0, lengths, copies):
                 break
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _same_records(rec, a, b, length):
     for i in range(length):
         for c in range(rec.shape[1]):
@@ -246,7 +248,7 @@ def _same_records(rec, a, b, length):
     return True
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built, need):
     """Count the sampled trees of batch[pos:]; return how far it got. Stopping early means the
     pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks."""
@@ -269,7 +271,7 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def absorb_distinct(G, S, V, words, sent_ptr, batch, rec, rec_ptr, tree_len, copies, status, weight, pos, stack,
                     built, need):
     """`absorb` of draws without their repeated trees (`distinct_trees`): the same counts, in the
@@ -291,7 +293,7 @@ def absorb_distinct(G, S, V, words, sent_ptr, batch, rec, rec_ptr, tree_len, cop
     return pos
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built):
     """Count one sentence's trees, whose records start at rec[r] (lengths: (samples,)): each tree
     `copies` says was drawn (0: a repeat, counted at its first), as often as it was drawn."""
@@ -302,7 +304,7 @@ def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built):
         r += lengths[s]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def distinct_trees(rec, rec_ptr, samp_len, status):
     """The draws of a minibatch without each sentence's repeated trees, for `absorb_distinct`:
     (rec, rec_ptr, tree_len, copies), tree_len[b, s] the records of tree s of sentence b (0 for a
@@ -334,7 +336,7 @@ def distinct_trees(rec, rec_ptr, samp_len, status):
     return out, out_ptr, tree_len, copies
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def decay(S, V, eps, scale):
     """f~ and g~ after a minibatch (Eqs. 9-10); `scale` is D / |B|."""
     for k in range(S.counters[TAB_HWM]):
@@ -346,7 +348,7 @@ def decay(S, V, eps, scale):
         V.g_batch[r] = 0.0
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def stick_parameters(S, V, ad, corr):
     """The entries of `ad` in stick order with their nu1, nu2 (Eqs. 12-13)."""
     entries = entries_by_rank(S, V, ad)
@@ -355,7 +357,7 @@ def stick_parameters(S, V, ad, corr):
     return entries, nu1, nu2
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def stick_nus(S, V, ad, entries, corr, nu1, nu2):
     """nu1, nu2 (Eqs. 12-13) of the entries of `ad`, given in stick order: (len(entries),) each."""
     a = S.ad_a[ad]
@@ -369,7 +371,7 @@ def stick_nus(S, V, ad, entries, corr, nu1, nu2):
         tail += F
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def refresh_weights(G, S, V, corr):
     """gamma and nu from the statistics (Eqs. 11-13), then the weights of G' (Eqs. 6-8).
 
@@ -379,7 +381,7 @@ def refresh_weights(G, S, V, corr):
     refresh_weights_in_order(G, S, V, corr, entries_of_all_adaptors(S, V, G.adaptor_nt.shape[0], ptr), ptr)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def refresh_weights_in_order(G, S, V, corr, ordered, ptr):
     """`refresh_weights` given the stick order of the entries (as `entries_of_all_adaptors`)."""
     G, S, V = borrowed((G, S, V))
@@ -411,7 +413,7 @@ def refresh_weights_in_order(G, S, V, corr, ordered, ptr):
         V.rho[r] = math.exp(lw)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def prune(G, S, V, eps, truncation, stack):
     """Sort every grammaton by Lambda = f~ log(eps |z| + 1) and keep the first K (4.9).
 
@@ -443,14 +445,14 @@ def prune(G, S, V, eps, truncation, stack):
     return removed
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def entry_seed(base, e):
     """The seed of entry e's random stream in one re-derivation pass: splitmix64 of (base, e), so
     that neighbouring streams share no state (seeded_rng(s) and seeded_rng(s + 1) would overlap)."""
     return splitmix64(np.uint64(base) + np.uint64(e + 1) * np.uint64(0x9E3779B97F4A7C15))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def rederive_layout(S, entries, max_unary, rec_ptr):
     """rec_ptr[e]:rec_ptr[e+1] is the record room of entries[e]'s draw: the most nodes a tree
     over its yield can have. Returns the longest yield. rec_ptr: (len(entries) + 1,)."""
@@ -470,7 +472,7 @@ UNCHANGED = -2
 REDERIVE_SLICES = 64
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def rederive_draws(G, S, V, entries, base, longest, rec, rec_ptr, counts):
     """Phase 1 of re-derivation (4.9): draw a new derivation of every entry of one adaptor from G'
     without that adaptor's entries, in parallel; the state is only read.
@@ -487,7 +489,7 @@ def rederive_draws(G, S, V, entries, base, longest, rec, rec_ptr, counts):
     _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts):
     room = 1
     for e in range(entries.shape[0]):
@@ -501,7 +503,7 @@ def _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, coun
                 counts[e] = UNCHANGED
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e):
     counts[e] = -1
     k = entries[e]
@@ -520,7 +522,7 @@ def _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e):
     counts[e] = count
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _draw_is_label(G, S, rec, r0, r1, label, ad, stack):
     """True if the tree in records rec[r0:r1] is the derivation `label` of an entry of adaptor
     `ad`: what `materialize` would build from them equals it (`same_derivation`).
@@ -573,7 +575,7 @@ def _draw_is_label(G, S, rec, r0, r1, label, ad, stack):
     return top == 0
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def rederive_apply(G, S, V, entries, first_new_rank, pos, rec, rec_ptr, counts, terms, stack, built, stats,
                    need):
     """Phase 2 of re-derivation, in stick order: an entry whose draw differs from its derivation
@@ -620,7 +622,7 @@ def rederive_apply(G, S, V, entries, first_new_rank, pos, rec, rec_ptr, counts, 
     return pos
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def sentence_statistics_from_analyses(G, S, V, stack):
     """Turn an MCMC state into a variational one (warm start, 4.12).
 
@@ -636,7 +638,7 @@ def sentence_statistics_from_analyses(G, S, V, stack):
             S.sent_root[d] = -1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def merge_duplicates(G, S, V, stack):
     """Merge tables with equal labels (MCMC may seat one dish at several tables),
     lowest adaptors first so that higher labels become comparable; returns merges."""
@@ -656,7 +658,7 @@ def merge_duplicates(G, S, V, stack):
     return merged
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def rank_by_counts(G, S, V):
     """Stick order by decreasing f~ + U (after a warm start)."""
     for ad in range(G.adaptor_nt.shape[0]):
@@ -671,7 +673,7 @@ def rank_by_counts(G, S, V):
         V.counters[NEXT_RANK] = base + order.shape[0]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def longest_entry(S):
     """The longest yield of any entry: label walks and re-derivation buffers are sized by it."""
     longest = 0
@@ -681,7 +683,7 @@ def longest_entry(S):
     return longest
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def grammaton_sizes(G, S, sizes):
     for k in range(S.counters[TAB_HWM]):
         if S.tab_state[k] == OPEN:

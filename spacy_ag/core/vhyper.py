@@ -7,13 +7,13 @@ fixed; steps are halved until the parameters stay in their domain.
 """
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .expectations import digamma, expected_log_theta
 from .variational import stick_parameters
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def trigamma(x):
     """psi'(x) for x > 0: recurrence up to x >= 12, then the asymptotic series."""
     acc = 0.0
@@ -25,7 +25,7 @@ def trigamma(x):
     return acc + inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 / 30)))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def update_alpha(G, V, iterations, fixed):
     """Newton steps on the alpha of every nonterminal A with fixed[A] false (diagonal plus
     rank-one Hessian, inverted exactly)."""
@@ -79,7 +79,7 @@ def update_alpha(G, V, iterations, fixed):
                 break
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _log1m_expectations(S, V, ad, corr):
     _, nu1, nu2 = stick_parameters(S, V, ad, corr)
     m = nu1.shape[0]
@@ -92,7 +92,7 @@ def _log1m_expectations(S, V, ad, corr):
     return elog_v, elog_1mv
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def update_concentration(S, V, ad, corr, iterations):
     """Newton on b_c: d/db = sum_i psi(1+b+(i-1)a) - psi(b+ia) + E log(1-V_i)."""
     elog_v, elog_1mv = _log1m_expectations(S, V, ad, corr)
@@ -120,7 +120,7 @@ def update_concentration(S, V, ad, corr, iterations):
     S.ad_b[ad] = b
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _discount_derivative(a, b, elog_v, elog_1mv):
     g = 0.0
     for p in range(elog_v.shape[0]):
@@ -130,7 +130,7 @@ def _discount_derivative(a, b, elog_v, elog_1mv):
     return g
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def update_discount(S, V, ad, corr, iterations):
     """The discount a_c in [0, 1) where the derivative of 4.8 vanishes (bisection: it is monotone
     in practice; at the bounds the maximum sits on the boundary)."""

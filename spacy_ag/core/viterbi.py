@@ -9,7 +9,7 @@ items; a segmentation can be read off inside compiled code for speed.
 import math
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from .analyses import log_new_table, table_weight, theta_hat
 from .borrowed import borrowed
@@ -23,7 +23,7 @@ NEG_INF = -np.inf
 ITEM_TERM, ITEM_RULE, ITEM_TABLE = 0, 1, 2
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
     """Fill vchart[i, column(i, j), X] = best log weight (a banded chart, as in `chart`);
     return the best log weight of the start symbol.
@@ -91,7 +91,7 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
     return vchart[0, column(0, n, width), G.start]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _best_option(G, S, words, n, lrho, ltab, vchart, ynode, X, i, j):
     """Re-find the option that gave the best weight of (X, i, j): (kind, index, split)."""
     width = vchart.shape[1] - 2
@@ -127,7 +127,7 @@ def _best_option(G, S, words, n, lrho, ltab, vchart, ynode, X, i, j):
     return -1, -1, -1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
     """Trace the best parse back into items[:, (kind, sym, rule/table/terminal, i, j, parent)].
 
@@ -197,7 +197,7 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
     return n_items
 
 
-@njit(cache=True, inline="always")
+@kernel(cache=True, inline="always")
 def _push(tasks, n_tasks, sym, i, j, parent):
     tasks[n_tasks, 0] = sym
     tasks[n_tasks, 1] = i
@@ -206,7 +206,7 @@ def _push(tasks, n_tasks, sym, i, j, parent):
     return n_tasks + 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_rho(G, S, lrho, collapsed):
     """log theta' of every rule under the full trained state."""
     for r in range(lrho.shape[0]):
@@ -217,14 +217,14 @@ def log_rho(G, S, lrho, collapsed):
         lrho[r] = lw
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def log_table_weights(S, ltab):
     """log omega of every open table of an MCMC state (the cache weights of its G')."""
     for k in range(ltab.shape[0]):
         ltab[k] = math.log(table_weight(S, k)) if S.tab_state[k] == OPEN else -np.inf
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def segment_batch(G, S, words, ptr, lrho, ltab, seg_mask, marks, scores):
     """Most probable segmentation of many texts in one call.
 

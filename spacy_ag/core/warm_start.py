@@ -14,7 +14,7 @@ their derivations, nested entries included, are copied into the chain's pools.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..kernel_environment import kernel
 
 from ..settings import OnlineSettings
 from .analyses import add
@@ -31,7 +31,7 @@ from .variational import OK
 DRAW_BATCH = 2000
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _entry_node(G, So, Sc, k, entry_table, terms, work, top, pend, n_pend):
     """The chain's TABLE node for a use of online entry k; returns (node, top, n_pend).
 
@@ -59,7 +59,7 @@ def _entry_node(G, So, Sc, k, entry_table, terms, work, top, pend, n_pend):
     return x, top + 1, n_pend + 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _copy_children(G, So, Sc, entry_table, terms, work, top, pend, n_pend):
     """Copy the queued (online node, chain node) pairs' subtrees; returns n_pend."""
     while top > 0:
@@ -88,7 +88,7 @@ def _copy_children(G, So, Sc, entry_table, terms, work, top, pend, n_pend):
     return n_pend
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _tree_from_records(G, So, Sc, rec, r0, r1, w, entry_table, terms, work, built, pend):
     """The chain-state tree of one drawn analysis (records r0:r1, as `materialize` reads them);
     returns (root, number of pending new tables in pend)."""
@@ -114,7 +114,7 @@ def _tree_from_records(G, So, Sc, rec, r0, r1, w, entry_table, terms, work, buil
     return built[0], n_pend
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def seat_draws(G, So, Sc, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, pos, collapsed, max_unary,
                entry_table):
     """Make the first draw of each sentence of batch[pos:] its analysis in the chain state Sc, and add it.
