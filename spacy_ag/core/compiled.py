@@ -18,6 +18,7 @@ linear in the length of the text instead of cubic.
 """
 from __future__ import annotations
 
+import heapq
 from collections import namedtuple
 from typing import Dict, List, Sequence, Tuple
 
@@ -309,39 +310,124 @@ class CompiledGrammar:
 def symbol_spans(n_sym: int, start: int, lex, unary, binary, limits: Dict[int, int]):
     """The longest yield of every chart symbol: the least of what its parents allow
     (`limits` caps some symbols) and what its rules can build; NO_SPAN_LIMIT if unbounded.
-    Also returns what the rules alone can build."""
-    # from above: least fixed point of span(child) = min(limit, max over parents)
+    Also returns what the rules alone can build.
+
+    Both passes take time about linear in the grammar (a grammar of 40,000 rules, a topic
+    grammar of 20,000 topics): from above, the widest path from the start symbol; from
+    below, one strongly connected component of the rules at a time, children first."""
+    children: List[List[int]] = [[] for _ in range(n_sym)]
+    for p, c, _ in unary:
+        children[p].append(c)
+    for p, left, right, _ in binary:
+        children[p].append(left)
+        children[p].append(right)
+    down = _allowed_from_above(n_sym, start, children, limits)
+    up = _built_from_below(n_sym, lex, unary, binary, children)
+    return [min(d, u) for d, u in zip(down, up)], up
+
+
+def _allowed_from_above(n_sym: int, start: int, children: List[List[int]], limits: Dict[int, int]) -> List[int]:
+    """span(c) = min(limit of c, max over the parents of c of span(parent)), span(start) = its limit,
+    0 for a symbol the start cannot reach: the widest (bottleneck) path from the start, found as
+    Dijkstra finds shortest ones, widest first."""
     down = [0] * n_sym
     down[start] = limits.get(start, NO_SPAN_LIMIT)
-    edges = [(p, c) for p, c, _ in unary] + [(p, c) for p, l, r, _ in binary for c in (l, r)]
-    changed = True
-    while changed:
-        changed = False
-        for p, c in edges:
-            value = min(limits.get(c, NO_SPAN_LIMIT), max(down[c], down[p]))
+    heap = [(-down[start], start)]
+    while heap:
+        negative, p = heapq.heappop(heap)
+        if -negative < down[p]:
+            continue
+        for c in children[p]:
+            value = min(limits.get(c, NO_SPAN_LIMIT), down[p])
             if value > down[c]:
-                down[c], changed = value, True
-    # from below: longest expansion; still growing after n_sym rounds means recursion
+                down[c] = value
+                heapq.heappush(heap, (-value, c))
+    return down
+
+
+def _strongly_connected(n_sym: int, children: List[List[int]]) -> List[List[int]]:
+    """The strongly connected components of symbol -> child, each after every component it reaches
+    (Tarjan's algorithm, without recursion)."""
+    index = [-1] * n_sym
+    low = [0] * n_sym
+    on_stack = [False] * n_sym
+    stack: List[int] = []
+    components: List[List[int]] = []
+    counter = 0
+    for root in range(n_sym):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            kids = children[v]
+            while i < len(kids):
+                w = kids[i]
+                i += 1
+                if index[w] < 0:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            else:
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        component.append(w)
+                        if w == v:
+                            break
+                    components.append(component)
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+    return components
+
+
+def _built_from_below(n_sym: int, lex, unary, binary, children: List[List[int]]) -> List[int]:
+    """The longest yield each symbol's rules can build (1 for a lexical rule, a child's for a unary
+    one, the sum of both children's for a binary one), NO_SPAN_LIMIT where recursion makes it grow
+    without end.
+
+    Within a strongly connected component, every symbol builds what the best of them builds (each
+    reaches the others through rules), unless a rule inside it adds length on each turn of a cycle:
+    a rule with two children inside, or one inside beside a child outside that builds something.
+    Such a component grows without end once it builds anything at all."""
     up = [0] * n_sym
     for _, p, _ in lex:
         up[p] = 1
-    for round_ in range(3 * n_sym + 3):
-        grown = set()
-        for p, c, _ in unary:
-            if up[c] > up[p]:
-                up[p] = up[c]
-                grown.add(p)
-        for p, l, r, _ in binary:
-            value = min(NO_SPAN_LIMIT, up[l] + up[r])
-            if value > up[p]:
-                up[p] = value
-                grown.add(p)
-        if not grown:
-            break
-        if round_ >= n_sym:
-            for x in grown:
-                up[x] = NO_SPAN_LIMIT
-    return [min(d, u) for d, u in zip(down, up)], up
+    rules: List[List[Tuple[int, ...]]] = [[] for _ in range(n_sym)]
+    for p, c, _ in unary:
+        rules[p].append((c,))
+    for p, left, right, _ in binary:
+        rules[p].append((left, right))
+    member = [-1] * n_sym
+    for k, component in enumerate(_strongly_connected(n_sym, children)):
+        for v in component:
+            member[v] = k
+        best, grows, doubles = 0, False, False
+        for v in component:
+            best = max(best, up[v])
+            for kids in rules[v]:
+                inside = sum(1 for c in kids if member[c] == k)
+                outside = min(NO_SPAN_LIMIT, sum(up[c] for c in kids if member[c] != k))
+                if inside == 0:
+                    best = max(best, outside)
+                elif inside == 1 and outside > 0:
+                    grows = True
+                elif inside >= 2:
+                    doubles = True
+        value = NO_SPAN_LIMIT if grows or (doubles and best > 0) else best
+        for v in component:
+            up[v] = value
+    return up
 
 
 def span_limits(spans: List[int], built: List[int], binary, adapted: List[int]) -> Dict[str, object]:
