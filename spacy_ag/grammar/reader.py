@@ -468,9 +468,10 @@ def _pycfg_adaptors(rule_lines: List[_RuleLine], parents: List[str], options: _O
 
 def _apply_directives(directives: List[_Directive], adaptors: Dict[str, Adaptor], parents: List[str]) -> None:
     """`@ NT key=value`: a and b override the rule lines, other keys are options."""
+    known = set(parents)
     for directive in directives:
         symbol, where = directive.symbol, directive.where
-        if symbol not in parents:
+        if symbol not in known:
             hint = close_nonterminal(symbol, parents)
             spelling = f'did you mean "{hint}"?' if hint else "check the spelling"
             raise where.error(f"unknown symbol {symbol!r} in adaptor directive; it must name a nonterminal "

@@ -102,6 +102,8 @@ def topic_rules(compiled: CompiledGrammar) -> TopicRules:
     index = {(r.parent, r.children): i for i, r in enumerate(g.rules)}
     K = sum(1 for s in compiled.nonterminals if s.startswith("TOPIC_"))
     topics = [f"TOPIC_{i}" for i in range(K)]
+    topic_of = {s: i for i, s in enumerate(topics)}
+    adaptor_of = {s: i for i, s in enumerate(compiled.adapted)}
     char_rule = np.full(len(compiled.terminals), -1, np.int64)
     for t, term in enumerate(compiled.terminals):
         char_rule[t] = index.get(("CHAR", (term,)), -1)
@@ -109,8 +111,8 @@ def topic_rules(compiled: CompiledGrammar) -> TopicRules:
         doc_topic=np.array([index[("DOC", (s,))] for s in topics], np.int64),
         topic_word=np.array([index[(s, ("WORD",))] for s in topics], np.int64),
         topic_nt=np.array([nt[s] for s in topics], np.int64),
-        topic_adaptor=np.array([compiled.adapted.index(s) for s in topics], np.int64),
-        adaptor_topic=np.array([topics.index(s) if s in topics else -1 for s in compiled.adapted], np.int64),
+        topic_adaptor=np.array([adaptor_of[s] for s in topics], np.int64),
+        adaptor_topic=np.array([topic_of.get(s, -1) for s in compiled.adapted], np.int64),
         sent_doc=np.array([index[("SENT", ("DOC",))]], np.int64),
         word_chars=np.array([index[("WORD", ("CHARS",))]], np.int64),
         chars_more=np.array([index[("CHARS", ("CHAR", "CHARS"))]], np.int64),
