@@ -24,6 +24,11 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 
+# The first-compilation progress lines of spacy_ag.kernel_environment are for people at a terminal;
+# in tests they would land between a command's expected lines and after pytest's summary.
+# tests/test_kernel_environment.py checks them with a listener of its own.
+os.environ.setdefault("SPACY_AG_COMPILE_PROGRESS", "0")
+
 import numpy as np
 import pytest
 
