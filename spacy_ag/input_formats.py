@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .corpus import iter_lines
 from .errors import Errors, TextError, TrainingLayerError
@@ -149,12 +149,10 @@ def reject_wordseg_tags(path: PathLike, expected: str, fix: str, limit: int = SN
         raise TextError(Errors.E150.format(path=path, line=line, expected=expected, fix=fix))
 
 
-def jsonl_texts(path: PathLike, field: str = "text", limit: Optional[int] = None) -> Iterator[Tuple[int, str]]:
-    """``(line number, record[field])`` of every non-blank line of a JSONL file (of the first `limit` lines).
-
-    A line that is not a JSON object (E046), without `field` (E047) or whose
-    `field` is not a string (E048) stops the reading with one line.
-    """
+def json_object_lines(path: PathLike, not_an_object: Callable[[int, str], Exception],
+                      limit: Optional[int] = None) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    """``(line number, object)`` of every non-blank line of a JSONL file (of the first `limit` lines);
+    a line that is not a JSON object stops the reading with ``not_an_object(line number, why)``."""
     for number, line in iter_lines(path):
         if limit is not None and number > limit:
             return
@@ -163,9 +161,22 @@ def jsonl_texts(path: PathLike, field: str = "text", limit: Optional[int] = None
         try:
             record = json.loads(line)
         except ValueError as err:
-            raise TrainingLayerError(Errors.E046.format(path=path, line=number, err=err)) from None
+            raise not_an_object(number, str(err)) from None
         if not isinstance(record, dict):
-            raise TrainingLayerError(Errors.E046.format(path=path, line=number, err=type(record).__name__))
+            raise not_an_object(number, type(record).__name__)
+        yield number, record
+
+
+def jsonl_texts(path: PathLike, field: str = "text", limit: Optional[int] = None) -> Iterator[Tuple[int, str]]:
+    """``(line number, record[field])`` of every non-blank line of a JSONL file (of the first `limit` lines).
+
+    A line that is not a JSON object (E046), without `field` (E047) or whose
+    `field` is not a string (E048) stops the reading with one line.
+    """
+    def not_an_object(number: int, why: str) -> Exception:
+        return TrainingLayerError(Errors.E046.format(path=path, line=number, err=why))
+
+    for number, record in json_object_lines(path, not_an_object, limit):
         if field not in record:
             raise TrainingLayerError(Errors.E047.format(path=path, line=number))
         if not isinstance(record[field], str):

@@ -25,7 +25,6 @@ of an MCMC run are overlaid, one colour each.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,23 +70,17 @@ def _line_kind(line: Dict) -> Optional[str]:
 def read_trace(path: Path) -> Tuple[Path, List[Dict]]:
     """(the trace file, its lines) of a training output directory or of a trace.jsonl."""
     from ..errors import Errors, SpacyAgError
+    from ..input_formats import json_object_lines
 
     path = Path(path)
     trace = path / "trace.jsonl" if path.is_dir() else path
     if not trace.is_file():
         raise SpacyAgError(Errors.E141.format(path=path))
-    lines = []
-    with open(trace, encoding="utf8") as f:
-        for number, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                line = json.loads(raw)
-            except ValueError as err:
-                raise SpacyAgError(Errors.E142.format(path=trace, line=number, err=err)) from None
-            if not isinstance(line, dict):
-                raise SpacyAgError(Errors.E142.format(path=trace, line=number, err="not an object"))
-            lines.append(line)
+
+    def not_an_object(number: int, why: str) -> Exception:
+        return SpacyAgError(Errors.E142.format(path=trace, line=number, err=why))
+
+    lines = [line for _, line in json_object_lines(trace, not_an_object)]
     return trace, lines
 
 
