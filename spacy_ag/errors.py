@@ -31,7 +31,8 @@ class Errors(metaclass=_WithCodes):
     E005 = "{path}: unknown section [{section}]; sections are {sections}"
     E006 = "{path}: unknown override --{key}; [{section}] takes {keys}"
     E007 = "{path}: unknown section in override --{key}; sections are {sections}"
-    E008 = "unexpected argument {arg!r}: config overrides look like --section.key value (e.g. --training.iterations 100)"
+    E008 = ("unexpected argument {arg!r}: config overrides look like --section.key value (e.g. "
+            "--training.iterations 100)")
     E009 = "{path}: {message}"
     E010 = ("{path}: [ag_training] is no longer read; move its settings into the components: iterations, "
             "chains, seed and workers to [nlp.tokenizer] or [components.<name>], the sampler settings to "
@@ -151,6 +152,176 @@ class Errors(metaclass=_WithCodes):
     E163 = ("{path}: every token of the new documents has a character the model has never seen ({skipped} tokens "
             "skipped), so there is nothing to learn; the model's alphabet is fixed when it is first trained: train "
             "a new model on documents that hold these characters")
+
+    # ---- grammar files: reading, checking and writing py-cfg and PyAdaGram grammars (E300-E379)
+    E300 = 'the grammar has no rules; a rule looks like {RULE_SHAPE}'
+    E301 = "missing '-->'; a rule looks like {RULE_SHAPE}"
+    E302 = 'default_weight must be a positive number, got {weight!r}'
+    E303 = 'default_a must be in [0, 1], got {a!r}'
+    E304 = 'default_b must be > 0, got {b!r}'
+    E305 = 'unknown grammar format {fmt!r}; use one of {formats}'
+    E306 = '{what} must be a finite number, got {token!r}'
+    E307 = 'weight w = {token} of {parent} must be a finite number > 0; write a positive weight such as 1'
+    E308 = ("weight w = {token} of {parent} must be > 0; write a positive weight such as 1 (py-cfg silently reads "
+            "w <= 0 as the default weight; the numbers are w a b, so `1 0 {parent} --> ...` is weight 1 with "
+            "discount a = 0)")
+    E309 = 'discount a = {a!r} is outside {bound}; 0 gives a Dirichlet process'
+    E310 = 'concentration b = {b!r} must be > 0 (e.g. 1000)'
+    E311 = "missing '-->': put a space between the parent and --> ({RULE_SHAPE})"
+    E312 = "missing '-->': py-cfg rules use -->, not -> (for a PyAdaGram file use fmt='pyadagram')"
+    E313 = 'missing parent before -->; a rule looks like {RULE_SHAPE} and a parent must not look like a number'
+    E314 = 'too many numbers before {parent} ({n_fields}); at most three: w a b'
+    E315 = 'empty right-hand side: write at least one symbol after {parent} -->'
+    E316 = 'adaptor directive without a nonterminal; write {example}'
+    E317 = 'directive for {symbol} sets nothing; write {example}'
+    E318 = 'max_span={span:g}: the longest yield must be a whole number of terminals, at least 1'
+    E319 = ("parent names ending in '+' are reserved for the shorthand ({parent} means one or more {base}); "
+            "rename {parent}")
+    E320 = 'adaptor line must be `@ Nonterminal K concentration discount`, e.g. `@ Word 1500 100 0`'
+    E321 = 'truncation K = {truncation} must be at least 1 (e.g. 1500)'
+    E322 = 'py-cfg \'-->\' in a PyAdaGram file; write `A -> B "c"` or read the file with fmt=\'pycfg\''
+    E323 = 'expected `Parent -> children` (NLTK syntax, terminals in double quotes)'
+    E324 = ('unknown symbol {token!r}: it is never a parent; {spelling}quote it if it is a terminal ("{token}") '
+            "or add rules for it")
+    E325 = '{CORPUS_CLASS} was given an empty alphabet; pass the training corpus'
+    E326 = 'no such grammar file; check the path'
+    E327 = 'cannot read the grammar file ({error}); it must be UTF-8 text'
+    E328 = '{what} {token!r} is not a number'
+    E329 = 'weight w {token!r} is not a number'
+    E330 = 'directive setting {token!r} must be key=value, as in {example}'
+    E331 = 'unknown symbol {symbol!r} in adaptor directive; it must name a nonterminal that has rules ({spelling})'
+    E332 = ("directive for {symbol}, which is not adapted (a = 1 on its rule lines); remove the directive or drop "
+            "the a = 1 from {symbol}'s rules")
+    E333 = 'unknown symbol {symbol!r} in adaptor line; it must name a nonterminal that has rules{spelling}'
+    E334 = 'empty right-hand side for {parent}; write at least one symbol after ->'
+    E335 = 'unterminated quote in {token!r}; write terminals as "x"'
+    E336 = 'terminal {token} must be non-empty and contain no whitespace'
+    E337 = 'terminal {token} has the name of a nonterminal; rename the nonterminal {terminal}'
+    E338 = 'alphabet symbol {letter!r} must be a non-empty string without whitespace'
+    E339 = 'corpus symbol {letter!r} is also a nonterminal name; rename the nonterminal'
+    E340 = '{never_a_parent} one edit away from the nonterminal {hint}{suggestion}'
+    E341 = 'mode must be one of {MODES}, got {mode!r}'
+    E342 = ("{described} is produced by no rule of {grammar}{also}; add a rule such as `1 1 {parent} --> "
+            "{terminal}` or `1 1 {parent} --> {CORPUS_CLASS}`")
+    E343 = 'give corpus_lines or corpus_path'
+    E344 = 'cannot read the corpus: {strerror}'
+    E345 = 'parent {parent!r} looks like a number; py-cfg would read it as a weight'
+    E346 = 'symbol {symbol!r} cannot be written in py-cfg format (empty, whitespace or leading -->)'
+    E347 = 'terminal {child!r} would read back as shorthand; rename it'
+    E348 = 'segmentation category {spec!r} names no nonterminal'
+    E349 = '{what} {unknown} is not a nonterminal of the grammar; choose among {nonterminals}'
+    E350 = "unknown character class {token!r}; did you mean \"[:{close}:]\"? (every character of the corpus)"
+    E351 = "unknown character class {token!r}; the only class is {CORPUS_CLASS} (every character of the corpus)"
+    E352 = "malformed character class {token!r}; write {CORPUS_CLASS} as a token of its own"
+    E353 = "unclosed character class {token!r}; write {CORPUS_CLASS}"
+    E354 = "unclosed character class {token!r}; the only class is {CORPUS_CLASS} (every character of the corpus)"
+    E355 = ("unclosed character class {token!r}; the only class is {CORPUS_CLASS} (every character of the corpus), "
+            "and a terminal [ must stand alone")
+    E360 = 'the grammar has no rules; add rules such as `1 1 Sentence --> Word`'
+    E361 = 'unknown symbol: the start symbol {start!r} has no rules; {fix}use one of {listing} or add rules for it'
+    E362 = '{CORPUS_CLASS} cannot be a parent; it only stands for the corpus characters on a right-hand side'
+    E363 = ("nonterminal {symbol} is not reachable from the start symbol {start}{also}; use it on a right-hand "
+            "side or delete its rules")
+    E364 = ("nonterminal {symbol} derives no terminal string{also}: every rule of it uses a nonterminal that "
+            "never ends; add a non-recursive rule such as `1 1 {symbol} --> x`")
+    E365 = ("{parent} --> {CORPUS_CLASS} needs the corpus alphabet; pass the training corpus (or "
+            "read_grammar(..., alphabet=...) / expand_corpus_class(grammar, alphabet))")
+    E366 = 'empty right-hand side for {parent}; write at least one symbol after --> or delete the rule'
+    E367 = ("{CORPUS_CLASS} must be the whole right-hand side (e.g. `1 1 Char --> {CORPUS_CLASS}`); move it to a "
+            "rule of its own")
+    E368 = 'rule weight {weight!r} of {parent} must be a positive number'
+    E369 = 'unknown symbol {symbol!r} is adapted but has no rules; {fix}add its rules or remove its adaptor'
+    E370 = 'discount a={a!r} of adapted {symbol} must be in [0, 1) (a = 1 means unadapted)'
+    E371 = 'concentration b={b!r} of adapted {symbol} must be > 0'
+    E372 = '{never_a_parent}, and nonterminal {hint}{at} is not reachable from the start symbol {start}{suggestion}'
+    E373 = ("adapted nonterminal {symbol} is recursive: {cycle}; an adapted nonterminal may not occur below "
+            "itself, so recurse through an unadapted helper (e.g. `1 1 Chars --> Char Chars`) or mark {symbol} "
+            "unadapted with a = 1")
+    E374 = ("unary rules form a cycle: {cycle}{where}; the parser needs unary rules without cycles, so remove one "
+            "of these rules")
+
+    # ---- generated corpora (spacy_ag.synthetic) (E380-E390)
+    E380 = 'bad lexicon size/lengths: n_words={n_words}, min_len={min_len}, max_len={max_len}'
+    E381 = 'empty alphabet'
+    E382 = 'only {capacity} words of length {min_len}-{max_len} exist over {n_letters} letters'
+    E383 = 'empty lexicon'
+    E384 = 'mean_words must be at least 1, got {mean_words}'
+    E385 = 'bad corpus size: n_chars={n_chars}, block={block}'
+    E386 = ("need n_stems, classes, suffixes_per_class >= 1 and forms_per_stem >= 2, got {n_stems}, {classes}, "
+            "{suffixes_per_class}, {forms_per_stem}")
+    E387 = 'forms_per_stem = {forms_per_stem} needs at least {needed} suffixes per class'
+    E388 = ("need n_topics, n_documents, words_per_topic, document_length >= 1 and alpha > 0, got {n_topics}, "
+            "{n_documents}, {words_per_topic}, {document_length}, {alpha}")
+    E389 = 'could not draw {n_words} distinct words; use a larger alphabet or max_len'
+    E390 = 'every collocation needs at least one non-empty word'
+
+    # ---- scoring segmentations (E391-E397)
+    E391 = '{n_predicted} predicted utterances but {n_gold} gold utterances'
+    E392 = '{pred_name} has {n_pred} utterances but {gold_name} has {n_gold}'
+    E393 = '{pn} has {n_pred} {what} but {gn} has {n_gold}'
+    E394 = 'empty word in {words!r}: a word must cover at least one character'
+    E395 = 'boundary {b} outside 0..{n_text} of {text!r}'
+    E396 = 'utterance {n_utterances}: predicted characters {p_text!r} differ from gold {g_text!r}'
+    E397 = '{pred_name}:{pl}: characters {predicted!r} differ from {gold_name}:{gl}: {gold!r}'
+
+    # ---- morphology: levels, gold analyses, grammars, word lists (E398-E409)
+    E398 = '--level {value!r} names no nonterminal; write e.g. --level Stem,Suffix'
+    E399 = '{n_missing} gold word(s) have no prediction, e.g. {missing!r}; segment every word of the gold file'
+    E400 = '{name}:{number}: expected `word<TAB>morph morph ...` (Morpho Challenge format), found no tab in {text!r}'
+    E401 = ("{name}:{number}: no analysis of {word!r} spells the word; give at least one analysis whose morph "
+            "surfaces concatenate to it")
+    E402 = '{name}:{number}: {word!r} is listed twice; merge its analyses into one line separated by commas'
+    E403 = '{name}:{number}: the morphs {morphs!r} do not spell {word!r}'
+    E404 = 'the predicted morphs {morphs!r} do not spell {word!r}'
+    W405 = '{name}:{number}: the morphs {morphs!r} do not spell {word!r}; this alternative is not scored'
+    E406 = 'unknown morphology grammar {kind!r}; choose one of {kinds}'
+    E407 = 'classes must be a whole number >= 1 (or 0/None for none), got {classes!r}'
+    E408 = 'need 0 <= a < 1 and b > 0 for adapted nonterminals, got a={a!r} b={b!r}'
+    E409 = 'units must be one of {choices}, got {units!r}'
+
+    # ---- topics: coherence, the topic grammar, planted topics, pyLDAvis (E410-E420)
+    E410 = 'heldout fraction must be in [0, 1), got {fraction}'
+    E411 = 'window must be >= 1, got {window}'
+    E412 = "missing must be 'skip' or 'zero', got {missing!r}"
+    E413 = 'the number of topics must be at least 1, got {n_topics}'
+    E414 = 'the topic grammar needs the corpus characters; the documents have none'
+    E415 = 'terminals must be single non-space characters (a code point or a grapheme cluster each), got {bad!r}'
+    E416 = '{n_predicted} predicted labels for {n_planted} planted ones'
+    E417 = 'no documents to score'
+    E418 = 'topic labels must be >= 0'
+    E419 = 'no document has a word the topic model can spell; pyLDAvis needs at least one'
+    E420 = 'unknown coherence measure {unknown!r}; use {measures}'
+
+    # ---- spaCy components: parser, readers, fitting hook, tokenizer update, topics (E421-E439)
+    E421 = ("{name}: no trained grammar. Call nlp.initialize(get_examples) to fit it on the examples' text, set "
+            "[initialize.components.{name}] model_path, or give the component a `model` directory")
+    W422 = ("{name}: nlp.initialize() was called without examples, so there is nothing to fit the grammar on; the "
+            "component stays untrained")
+    E423 = '{name}: the training examples contain no text to learn from'
+    E424 = 'spacy-ag.SegmentedCorpus.v1: file not found: {path}'
+    E425 = '{name}: file not found: {path}'
+    E426 = 'observe_fitting takes a FitObserver or a callable, got {type_name}'
+    E427 = ("{name}: the pipeline's tokenizer is not the spacy-ag segmenter ([nlp.tokenizer] @tokenizers = "
+            '"spacy-ag.Segmenter.v1")')
+    E428 = ("{name}: the saved model has {n_topics} topics but the component's n_topics is {cfg}; set n_topics = "
+            "{n_topics}")
+    E429 = '{name}: the training examples contain no words to learn topics from'
+    E430 = '{name}: no topics yet. Call nlp.initialize(get_examples) or load a trained pipeline'
+
+    # ---- settings: the message after ``section.key`` (spacy_ag.settings.SettingError) (E440-E449)
+    E440 = "must be a section, got {value!r}"
+    E441 = "is not a setting; [{section}] takes {known}"
+    E442 = "must be a value, not a subsection"
+    E443 = "must be {expected}, got {value!r}"
+    E444 = "is missing; it is required"
+
+    # ---- numba's environment: the kernel cache (W450-W459)
+    W450 = ("spacy-ag: {where}, so numba compiles the kernels afresh in every process (caching off); set "
+            "NUMBA_CACHE_DIR to a writable directory to keep them")
+    W451 = ("spacy-ag: {where}, so numba caches compiled kernels in {cache_dir}; set NUMBA_CACHE_DIR to choose a "
+            "directory")
+    E452 = "{path} is not a directory of this user"
+
 
 def coded(code: str, message: str) -> str:
     """`message` with `code` in front, unless it already has a code."""

@@ -30,6 +30,7 @@ import sys
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .corpus import DEFAULT_PUNCTUATION, iter_lines
+from .errors import Errors
 
 __all__ = [
     "WORDSEG_SCORES",
@@ -56,7 +57,7 @@ def spans_from_words(words: Sequence[str]) -> List[Tuple[int, int]]:
     pos = 0
     for w in words:
         if not w:
-            raise ValueError(f"empty word in {list(words)!r}: a word must cover at least one character")
+            raise ValueError(Errors.E394.format(words=list(words)))
         spans.append((pos, pos + len(w)))
         pos += len(w)
     return spans
@@ -71,7 +72,7 @@ def words_from_boundaries(text: str, boundaries: Iterable[int]) -> List[str]:
     cuts = sorted(set(boundaries))
     for b in cuts:
         if not 0 <= b <= len(text):
-            raise ValueError(f"boundary {b} outside 0..{len(text)} of {text!r}")
+            raise ValueError(Errors.E395.format(b=b, n_text=len(text), text=text))
     edges = [0] + [b for b in cuts if 0 < b < len(text)] + [len(text)]
     return [text[s:e] for s, e in zip(edges, edges[1:]) if s < e]
 
@@ -107,7 +108,7 @@ def segmentation_scores(
     ``n_correct_tokens``, ``n_pred_types`` and ``n_gold_types``.
     """
     if len(predicted) != len(gold):
-        raise ValueError(f"{len(predicted)} predicted utterances but {len(gold)} gold utterances")
+        raise ValueError(Errors.E391.format(n_predicted=len(predicted), n_gold=len(gold)))
     counts = SegmentationCounts(exclude)
     for p_utt, g_utt in zip(predicted, gold):
         counts.add(p_utt, g_utt)
@@ -140,8 +141,7 @@ class SegmentationCounts:
         p_words, g_words = _words(predicted), _words(gold)
         p_text, g_text = "".join(p_words), "".join(g_words)
         if p_text != g_text:
-            raise ValueError(f"utterance {self.n_utterances}: predicted characters {p_text!r} differ from "
-                             f"gold {g_text!r}")
+            raise ValueError(Errors.E396.format(n_utterances=self.n_utterances, p_text=p_text, g_text=g_text))
         kept = self._kept
         p_spans = {s for s, w in zip(spans_from_words(p_words), p_words) if kept(w)}
         g_spans = {s for s, w in zip(spans_from_words(g_words), g_words) if kept(w)}
@@ -281,12 +281,13 @@ def score_numbered(
     an utterance whose characters differ.
     """
     if len(pred) != len(gold):
-        raise ValueError(f"{pred_name} has {len(pred)} utterances but {gold_name} has {len(gold)}")
+        raise ValueError(Errors.E392.format(pred_name=pred_name, n_pred=len(pred), gold_name=gold_name,
+                                            n_gold=len(gold)))
     counts = SegmentationCounts(exclude)
     for (pl, p), (gl, g) in zip(pred, gold):
         if "".join(p) != "".join(g):
-            raise ValueError(f"{pred_name}:{pl}: characters {''.join(p)!r} differ from {gold_name}:{gl}: "
-                             f"{''.join(g)!r}")
+            raise ValueError(Errors.E397.format(pred_name=pred_name, pl=pl, predicted=''.join(p), gold_name=gold_name,
+                                                gl=gl, gold=''.join(g)))
         counts.add(p, g)
     return counts
 
@@ -310,7 +311,7 @@ def evaluate_files(
     pn, gn = os.fspath(pred_path), os.fspath(gold_path)
     if len(pred) != len(gold):
         what = "non-empty lines" if drop_empty else "lines"
-        raise ValueError(f"{pn} has {len(pred)} {what} but {gn} has {len(gold)}")
+        raise ValueError(Errors.E393.format(pn=pn, n_pred=len(pred), what=what, gn=gn, n_gold=len(gold)))
     return score_numbered(list(zip(p_lines, pred)), list(zip(g_lines, gold)), pn, gn, exclude).scores()
 
 

@@ -22,6 +22,8 @@ from numba.core import event as numba_event
 from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
+from .errors import Errors
+
 
 def prefer_fork_safe_threading() -> bool:
     """Have numba pick a fork-safe threading layer, unless the user chose one.
@@ -183,14 +185,12 @@ def choose_kernel_cache(folder: Path) -> Optional[Path]:
         except OSError:
             pass
         if found is not None:
-            warnings.warn(f"spacy-ag: {where}, so numba caches compiled kernels in "
-                          f"{config.CACHE_DIR}; set NUMBA_CACHE_DIR to choose a directory")
+            warnings.warn(Errors.W451.format(where=where, cache_dir=config.CACHE_DIR))
             return found
         config.CACHE_DIR = ""
         where = where.replace("nor the user cache", "nor the user cache nor a temp directory")
     _compile_without_cache(folder)
-    warnings.warn(f"spacy-ag: {where}, so numba compiles the kernels afresh in every process "
-                  "(caching off); set NUMBA_CACHE_DIR to a writable directory to keep them")
+    warnings.warn(Errors.W450.format(where=where))
     return None
 
 
@@ -202,7 +202,7 @@ def _private_temp_dir() -> Path:
     if uid is not None:  # a shared /tmp: cached kernels are pickles, run on load
         st = path.lstat()
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
-            raise PermissionError(f"{path} is not a directory of this user")
+            raise PermissionError(Errors.E452.format(path=path))
         if st.st_mode & 0o077:
             path.chmod(0o700)
     return path

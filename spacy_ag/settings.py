@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
-from .errors import ConfigError
+from .errors import ConfigError, Errors
 
 __all__ = [
     "AUTO_UNITS",
@@ -65,7 +65,11 @@ class SettingError(ConfigError):
     code = "E012"
 
     def __init__(self, where: str, message: str):
-        super().__init__(f"{where} {message}")
+        code = ""
+        if message.startswith("[E") and "] " in message:  # the code goes in front of the setting's name
+            code, message = message.split("] ", 1)
+            code += "] "
+        super().__init__(f"{code}{where} {message}")
         self.where = where
         self.message = message
 
@@ -680,23 +684,23 @@ def check(cls: Type[T], values: Mapping[str, Any], section: str, *, partial: boo
     the checked values as a dict instead of a `cls`.
     """
     if not isinstance(values, Mapping):
-        raise SettingError(f"[{section}]", f"must be a section, got {values!r}")
+        raise SettingError(f"[{section}]", Errors.E440.format(value=values))
     known, hints = fields_of(cls), hints_of(cls)
     out: Dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
-            raise SettingError(f"{section}.{key}", f"is not a setting; [{section}] takes " + ", ".join(known))
+            raise SettingError(f"{section}.{key}", Errors.E441.format(section=section, known=", ".join(known)))
         hint = hints[key]
         is_table = typing.get_origin(hint) is dict or hint is dict
         if isinstance(value, Mapping) and not is_table:
-            raise SettingError(f"{section}.{key}", "must be a value, not a subsection")
+            raise SettingError(f"{section}.{key}", Errors.E442)
         try:
             out[key] = _convert(value, hint, known[key].metadata)
         except _Bad as bad:
-            raise SettingError(f"{section}.{key}", f"must be {bad.expected}, got {value!r}") from None
+            raise SettingError(f"{section}.{key}", Errors.E443.format(expected=bad.expected, value=value)) from None
     for key, f in known.items():
         if f.metadata.get("required") and key not in out:
-            raise SettingError(f"{section}.{key}", "is missing; it is required")
+            raise SettingError(f"{section}.{key}", Errors.E444)
     if isinstance(out.get("sampler"), dict) and cls is not SamplerSettings:
         out["sampler"] = check(SamplerSettings, out["sampler"], f"{section}.sampler", partial=True)
     if partial:

@@ -25,6 +25,8 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
 
+from .errors import Errors
+
 __all__ = ["PlantedMorphology", "PlantedTopics", "generate_corpus", "generate_morphology", "generate_topic_corpus",
            "iter_corpus", "make_lexicon", "write_gold", "write_raw"]
 
@@ -42,13 +44,14 @@ def make_lexicon(
     generation order, which `generate_corpus` uses as the frequency rank.
     """
     if n_words < 0 or min_len < 1 or max_len < min_len:
-        raise ValueError(f"bad lexicon size/lengths: n_words={n_words}, min_len={min_len}, max_len={max_len}")
+        raise ValueError(Errors.E380.format(n_words=n_words, min_len=min_len, max_len=max_len))
     letters = list(dict.fromkeys(alphabet))
     if not letters:
-        raise ValueError("empty alphabet")
+        raise ValueError(Errors.E381)
     capacity = sum(len(letters) ** k for k in range(min_len, max_len + 1))
     if n_words > capacity:
-        raise ValueError(f"only {capacity} words of length {min_len}-{max_len} exist over {len(letters)} letters")
+        raise ValueError(Errors.E382.format(capacity=capacity, min_len=min_len, max_len=max_len,
+                                            n_letters=len(letters)))
     rng = np.random.default_rng(seed)
     words: List[str] = []
     seen = set()
@@ -56,7 +59,7 @@ def make_lexicon(
     while len(words) < n_words:
         attempts += 1
         if attempts > 100 * n_words + 1000:  # near capacity rejection gets hopeless
-            raise ValueError(f"could not draw {n_words} distinct words; use a larger alphabet or max_len")
+            raise ValueError(Errors.E389.format(n_words=n_words))
         length = int(rng.integers(min_len, max_len + 1))
         w = "".join(letters[i] for i in rng.integers(0, len(letters), size=length))
         if w not in seen:
@@ -90,9 +93,9 @@ def generate_corpus(
     lexicon, chosen with the same seed) or explicit word sequences.
     """
     if not lexicon:
-        raise ValueError("empty lexicon")
+        raise ValueError(Errors.E383)
     if mean_words < 1:
-        raise ValueError(f"mean_words must be at least 1, got {mean_words}")
+        raise ValueError(Errors.E384.format(mean_words=mean_words))
     rng = np.random.default_rng(seed)
     words = list(lexicon)
     colls: List[Tuple[str, ...]] = []
@@ -102,7 +105,7 @@ def generate_corpus(
     elif collocations is not None:
         colls = [tuple(c) for c in collocations]
         if any(len(c) == 0 or not all(c) for c in colls):
-            raise ValueError("every collocation needs at least one non-empty word")
+            raise ValueError(Errors.E390)
 
     lengths = 1 + rng.poisson(mean_words - 1, size=n_utterances)
     total = int(lengths.sum())
@@ -139,7 +142,7 @@ def iter_corpus(
     is the one that reaches ``n_chars``.
     """
     if n_chars < 0 or block < 1:
-        raise ValueError(f"bad corpus size: n_chars={n_chars}, block={block}")
+        raise ValueError(Errors.E385.format(n_chars=n_chars, block=block))
     chars, k = 0, 0
     while chars < n_chars:
         for utt in generate_corpus(lexicon, block, mean_words=mean_words, zipf=zipf, seed=(seed, k)):
@@ -215,10 +218,10 @@ def generate_morphology(
     everything is deterministic given ``seed``.
     """
     if n_stems < 1 or classes < 1 or suffixes_per_class < 1 or forms_per_stem < 2:
-        raise ValueError(f"need n_stems, classes, suffixes_per_class >= 1 and forms_per_stem >= 2, got "
-                         f"{n_stems}, {classes}, {suffixes_per_class}, {forms_per_stem}")
+        raise ValueError(Errors.E386.format(n_stems=n_stems, classes=classes, suffixes_per_class=suffixes_per_class,
+                                            forms_per_stem=forms_per_stem))
     if forms_per_stem > suffixes_per_class + 1:
-        raise ValueError(f"forms_per_stem = {forms_per_stem} needs at least {forms_per_stem - 1} suffixes per class")
+        raise ValueError(Errors.E387.format(forms_per_stem=forms_per_stem, needed=forms_per_stem - 1))
     rng = np.random.default_rng((seed, 0x5EED))
     stems = make_lexicon(n_stems, alphabet=alphabet, min_len=stem_lengths[0], max_len=stem_lengths[1],
                          seed=int(rng.integers(2 ** 32)))
@@ -282,8 +285,9 @@ def generate_topic_corpus(
     proportions and the token from that topic.
     """
     if n_topics < 1 or n_documents < 1 or words_per_topic < 1 or document_length < 1 or alpha <= 0:
-        raise ValueError(f"need n_topics, n_documents, words_per_topic, document_length >= 1 and alpha > 0, got "
-                         f"{n_topics}, {n_documents}, {words_per_topic}, {document_length}, {alpha}")
+        raise ValueError(Errors.E388.format(n_topics=n_topics, n_documents=n_documents,
+                                            words_per_topic=words_per_topic, document_length=document_length,
+                                            alpha=alpha))
     rng = np.random.default_rng((seed, 0x70B1C))
     words = make_lexicon(n_topics * words_per_topic, alphabet=alphabet, min_len=3, max_len=7,
                          seed=int(rng.integers(2 ** 32)))

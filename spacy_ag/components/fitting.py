@@ -27,6 +27,8 @@ import functools
 import time
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Union
 
+from ..errors import Errors
+
 __all__ = ["FitObserver", "fit_adaptor_grammar", "observe_fitting", "current_observer"]
 
 TraceCallback = Callable[[Dict[str, Any]], None]
@@ -86,7 +88,7 @@ def observe_fitting(observer: Union[FitObserver, TraceCallback, None]) -> Contex
     """
     if observer is not None and not isinstance(observer, FitObserver):
         if not callable(observer):
-            raise TypeError(f"observe_fitting takes a FitObserver or a callable, got {type(observer).__name__}")
+            raise TypeError(Errors.E426.format(type_name=type(observer).__name__))
         observer = FitObserver(callback=observer)
     return _installed(observer)
 

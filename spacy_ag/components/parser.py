@@ -89,6 +89,7 @@ from spacy.tokens import Doc, Span, SpanGroup, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from ..errors import Errors
 from ..morphology.analysis import format_morphs, morph_class, morphs_at
 from ..morphology.grammars import morphology_grammar, parse_grammar_name
 from ..settings import ParserSettings, check, defaults, keyword_signature, resolve_units
@@ -188,9 +189,7 @@ class AGParser(ModelSerializer, Pipe):
         if self.model is None and self._model_path:
             self._set_model(load_model_dir(self._model_path))
         if self.model is None:
-            raise ValueError(f"{self.name}: no trained grammar. Call nlp.initialize(get_examples) to fit "
-                             "it on the examples' text, set [initialize.components."
-                             f"{self.name}] model_path, or give the component a `model` directory")
+            raise ValueError(Errors.E421.format(name=self.name))
         return self.model
 
     # -------------------------------------------------------------- training
@@ -223,8 +222,7 @@ class AGParser(ModelSerializer, Pipe):
             self._require_model()
             return
         if is_dummy_examples(get_examples):
-            warnings.warn(f"{self.name}: nlp.initialize() was called without examples, so there is "
-                          "nothing to fit the grammar on; the component stays untrained",
+            warnings.warn(Errors.W422.format(name=self.name),
                           UserWarning, stacklevel=2)
             return
         self._set_model(self._fit(self.training_texts(get_examples())))
@@ -234,7 +232,7 @@ class AGParser(ModelSerializer, Pipe):
 
         cfg = self.cfg
         if not texts:
-            raise ValueError(f"{self.name}: the training examples contain no text to learn from")
+            raise ValueError(Errors.E423.format(name=self.name))
         grammar = self.load_grammar()
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"] or grammar.start,
                                mode="chars", units=cfg["units"], max_span=cfg["max_span"])

@@ -42,6 +42,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from ..corpus import iter_lines
+from ..errors import Errors
 from ..input_formats import (
     joined_units, jsonl_texts, reject_wordseg_tags, resolve_text_format, wordseg_utterances,
 )
@@ -80,7 +81,7 @@ class SegmentedCorpus:
         if self.path is None:
             return
         if not self.path.exists():
-            raise FileNotFoundError(f"spacy-ag.SegmentedCorpus.v1: file not found: {self.path}")
+            raise FileNotFoundError(Errors.E424.format(path=self.path))
         n = 0
         for words in self._gold_words():
             if not words:
@@ -163,7 +164,7 @@ class TextCorpus:
         if self.path is None:
             return
         if not self.path.exists():
-            raise FileNotFoundError(f"{self.name}: file not found: {self.path}")
+            raise FileNotFoundError(Errors.E425.format(name=self.name, path=self.path))
         s = self.settings
         n = 0
         for _, text in self.texts(nlp):

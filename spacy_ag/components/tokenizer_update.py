@@ -20,6 +20,8 @@ from spacy.pipeline import Pipe
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..errors import Errors
+
 
 @Language.factory("ag_tokenizer_update", default_config={})
 def make_tokenizer_update(nlp: Language, name: str) -> "TokenizerUpdate":
@@ -53,8 +55,7 @@ class TokenizerUpdate(Pipe):
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         losses = {} if losses is None else losses
         if not hasattr(self.tokenizer, "update"):
-            raise ValueError(f"{self.name}: the pipeline's tokenizer is not the spacy-ag segmenter "
-                             "([nlp.tokenizer] @tokenizers = \"spacy-ag.Segmenter.v1\")")
+            raise ValueError(Errors.E427.format(name=self.name))
         return self.tokenizer.update(examples, drop=drop, sgd=sgd, losses=losses)
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:

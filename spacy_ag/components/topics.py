@@ -32,6 +32,7 @@ from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from ..errors import Errors
 from ..settings import TopicComponentSettings, check, defaults, keyword_signature, topic_online_settings
 from .segmenter import is_dummy_examples
 from .serialization import ModelSerializer
@@ -92,8 +93,7 @@ class AGTopics(ModelSerializer, Pipe):
         if model is not None and model.n_topics != self.cfg["n_topics"]:
             from ..errors import ModelFileError
 
-            raise ModelFileError(f"{self.name}: the saved model has {model.n_topics} topics but the component's "
-                                 f"n_topics is {self.cfg['n_topics']}; set n_topics = {model.n_topics}")
+            raise ModelFileError(Errors.E428.format(name=self.name, n_topics=model.n_topics, cfg=self.cfg['n_topics']))
         self.model = model
 
     # -------------------------------------------------------------- words
@@ -128,7 +128,7 @@ class AGTopics(ModelSerializer, Pipe):
         docs = [self.words(eg.reference) for eg in get_examples()]
         docs = [d for d in docs if d]
         if not docs:
-            raise ValueError(f"{self.name}: the training examples contain no words to learn topics from")
+            raise ValueError(Errors.E429.format(name=self.name))
         self.model = self._new_model()
         self.model.fit(docs, passes=self.cfg["passes"], seed=self.cfg["seed"])
 
@@ -151,8 +151,7 @@ class AGTopics(ModelSerializer, Pipe):
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128):
         if self.model is None:
-            raise ValueError(f"{self.name}: no topics yet. Call nlp.initialize(get_examples) or load a "
-                             "trained pipeline")
+            raise ValueError(Errors.E430.format(name=self.name))
         prefix = self.cfg.get("prefix", "TOPIC_")
         for batch in util.minibatch(stream, size=batch_size):
             modelled = [[t for t in doc if self._modelled(t)] for doc in batch]

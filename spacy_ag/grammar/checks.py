@@ -13,6 +13,7 @@ import math
 from collections import deque
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
+from ..errors import Errors
 from .rules import CORPUS_CLASS, Grammar, GrammarError, Rule
 
 MODES = ("chars", "tokens")
@@ -204,31 +205,27 @@ def check_structure(grammar: Grammar) -> None:
 
 def _check_symbols(grammar: Grammar) -> None:
     if not grammar.rules:
-        raise _fail(grammar, "the grammar has no rules; add rules such as `1 1 Sentence --> Word`")
+        raise _fail(grammar, Errors.E360)
     parents = {rule.parent for rule in grammar.rules}
     if grammar.start not in parents:
         hint = close_nonterminal(grammar.start, parents)
         fix = f'did you mean "{hint}"? Or ' if hint else ""
         raise _fail(
             grammar,
-            f"unknown symbol: the start symbol {grammar.start!r} has no rules; "
-            f"{fix}use one of {_listing(sorted(parents))} or add rules for it",
+            Errors.E361.format(start=grammar.start, fix=fix, listing=_listing(sorted(parents))),
         )
     if CORPUS_CLASS in parents:
-        raise _fail(grammar, f"{CORPUS_CLASS} cannot be a parent; it only stands for the corpus characters "
-                    "on a right-hand side", _first_rule(grammar, CORPUS_CLASS))
+        raise _fail(grammar, Errors.E362.format(CORPUS_CLASS=CORPUS_CLASS), _first_rule(grammar, CORPUS_CLASS))
 
 
 def _check_rules(grammar: Grammar) -> None:
     for rule in grammar.rules:
         if not rule.children:
-            raise _fail(grammar, f"empty right-hand side for {rule.parent}; write at least one symbol "
-                        "after --> or delete the rule", rule)
+            raise _fail(grammar, Errors.E366.format(parent=rule.parent), rule)
         if CORPUS_CLASS in rule.children and len(rule.children) > 1:
-            raise _fail(grammar, f"{CORPUS_CLASS} must be the whole right-hand side "
-                        f"(e.g. `1 1 Char --> {CORPUS_CLASS}`); move it to a rule of its own", rule)
+            raise _fail(grammar, Errors.E367.format(CORPUS_CLASS=CORPUS_CLASS), rule)
         if not (math.isfinite(rule.weight) and rule.weight > 0):
-            raise _fail(grammar, f"rule weight {rule.weight!r} of {rule.parent} must be a positive number", rule)
+            raise _fail(grammar, Errors.E368.format(weight=rule.weight, parent=rule.parent), rule)
 
 
 def _check_adaptors(grammar: Grammar) -> None:
@@ -240,14 +237,12 @@ def _check_adaptors(grammar: Grammar) -> None:
         if symbol not in parents:
             hint = close_nonterminal(symbol, parents)
             fix = f'did you mean "{hint}"? Otherwise ' if hint else ""
-            raise _fail(grammar, f"unknown symbol {symbol!r} is adapted but has no rules; "
-                        f"{fix}add its rules or remove its adaptor")
+            raise _fail(grammar, Errors.E369.format(symbol=symbol, fix=fix))
         rule = first_rule.get(symbol)
         if not 0.0 <= adaptor.a < 1.0:
-            raise _fail(grammar, f"discount a={adaptor.a!r} of adapted {symbol} must be in [0, 1) "
-                        "(a = 1 means unadapted)", rule)
+            raise _fail(grammar, Errors.E370.format(a=adaptor.a, symbol=symbol), rule)
         if not (math.isfinite(adaptor.b) and adaptor.b > 0):
-            raise _fail(grammar, f"concentration b={adaptor.b!r} of adapted {symbol} must be > 0", rule)
+            raise _fail(grammar, Errors.E371.format(b=adaptor.b, symbol=symbol), rule)
 
 
 def _check_reachable(grammar: Grammar) -> None:
@@ -266,8 +261,7 @@ def _check_reachable(grammar: Grammar) -> None:
         also = f" (also unreachable: {_listing(unreachable[1:])})" if len(unreachable) > 1 else ""
         raise _fail(
             grammar,
-            f"nonterminal {symbol} is not reachable from the start symbol {grammar.start}{also}; "
-            f"use it on a right-hand side or delete its rules",
+            Errors.E363.format(symbol=symbol, start=grammar.start, also=also),
             _first_rule(grammar, symbol),
         )
 
@@ -289,8 +283,8 @@ def _misspelt_unreachable(grammar: Grammar, unreachable: List[str]) -> None:
                 at = f" ({first.source}:{first.line})" if first.source else f" (line {first.line})"
             raise _fail(
                 grammar,
-                f"{never_a_parent(child)}, and nonterminal {hint}{at} is not reachable from the start "
-                f"symbol {grammar.start}{did_you_mean(child, hint)}",
+                Errors.E372.format(never_a_parent=never_a_parent(child), hint=hint, at=at, start=grammar.start,
+                                   suggestion=did_you_mean(child, hint)),
                 rule,
             )
 
@@ -313,8 +307,7 @@ def _check_productive(grammar: Grammar) -> None:
         also = f" (nor do {_listing(dead[1:])})" if len(dead) > 1 else ""
         raise _fail(
             grammar,
-            f"nonterminal {symbol} derives no terminal string{also}: every rule of it uses a nonterminal "
-            f"that never ends; add a non-recursive rule such as `1 1 {symbol} --> x`",
+            Errors.E364.format(symbol=symbol, also=also),
             _first_rule(grammar, symbol),
         )
 
@@ -328,9 +321,7 @@ def _check_adapted_recursion(grammar: Grammar) -> None:
         if cycle:
             raise _fail(
                 grammar,
-                f"adapted nonterminal {symbol} is recursive: {_format_cycle(cycle)}; an adapted nonterminal "
-                f"may not occur below itself, so recurse through an unadapted helper "
-                f"(e.g. `1 1 Chars --> Char Chars`) or mark {symbol} unadapted with a = 1",
+                Errors.E373.format(symbol=symbol, cycle=_format_cycle(cycle)),
                 cycle[0][1],
             )
 
@@ -344,8 +335,7 @@ def _check_unary_cycles(grammar: Grammar) -> None:
             where = f" (lines {lines})" if lines else ""
             raise _fail(
                 grammar,
-                f"unary rules form a cycle: {_format_cycle(cycle)}{where}; the parser needs unary rules "
-                f"without cycles, so remove one of these rules",
+                Errors.E374.format(cycle=_format_cycle(cycle), where=where),
                 cycle[0][1],
             )
 
@@ -362,7 +352,7 @@ def corpus_terminals(text: str, mode: str = "chars", units: str = "graphemes") -
         return [unit for unit in terminals(text, units) if not is_control(unit)]
     if mode == "tokens":
         return text.split()
-    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    raise ValueError(Errors.E341.format(MODES=MODES, mode=mode))
 
 
 def corpus_alphabet(lines: Iterable[str], mode: str = "chars", units: str = "graphemes") -> List[str]:
@@ -387,8 +377,7 @@ def require_expanded(grammar: Grammar) -> Grammar:
     if rule is not None:
         raise _fail(
             grammar,
-            f"{rule.parent} --> {CORPUS_CLASS} needs the corpus alphabet; pass the training corpus "
-            f"(or read_grammar(..., alphabet=...) / expand_corpus_class(grammar, alphabet))",
+            Errors.E365.format(parent=rule.parent, CORPUS_CLASS=CORPUS_CLASS),
             rule,
         )
     return grammar
@@ -398,12 +387,12 @@ def _read_corpus(corpus_lines: Optional[Iterable[str]], corpus_path: Optional[st
     if corpus_lines is not None:
         return iter(corpus_lines)
     if corpus_path is None:
-        raise ValueError("give corpus_lines or corpus_path")
+        raise ValueError(Errors.E343)
     try:
         with open(corpus_path, encoding="utf-8-sig") as handle:
             return iter(handle.read().split("\n"))
     except OSError as error:
-        raise GrammarError(f"cannot read the corpus: {error.strerror}", corpus_path) from None
+        raise GrammarError(Errors.E344.format(strerror=error.strerror), corpus_path) from None
 
 
 def _lexical_parent(grammar: Grammar) -> str:
@@ -450,8 +439,8 @@ def uncovered_error(grammar: Grammar, missing: Dict[str, int], source: str, mode
     others = [repr(t) for t in list(missing)[1:]]
     also = f" ({len(others)} more uncovered: {_listing(others)})" if others else ""
     return GrammarError(
-        f"{_describe_terminal(terminal, mode)} is produced by no rule of {grammar.path or 'the grammar'}"
-        f"{also}; add a rule such as `1 1 {parent} --> {terminal}` or `1 1 {parent} --> {CORPUS_CLASS}`",
+        Errors.E342.format(described=_describe_terminal(terminal, mode), grammar=grammar.path or 'the grammar',
+                           also=also, parent=parent, terminal=terminal, CORPUS_CLASS=CORPUS_CLASS),
         source,
         number,
     )

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
+from ..errors import Errors
 from ..settings import DEFAULT_A, DEFAULT_B
 from .checks import close_nonterminal, did_you_mean, likely_typo, never_a_parent, validate
 from .rules import CORPUS_CLASS, Adaptor, Grammar, GrammarError, Rule
@@ -149,11 +150,11 @@ def expand_corpus_class(grammar: Grammar, alphabet: Iterable[str]) -> Grammar:
 
 def _make_options(weight: float, a: float, b: float, start: Optional[str], main: str) -> _Options:
     if not (math.isfinite(weight) and weight > 0):
-        raise GrammarError(f"default_weight must be a positive number, got {weight!r}")
+        raise GrammarError(Errors.E302.format(weight=weight))
     if not 0.0 <= a <= 1.0:
-        raise GrammarError(f"default_a must be in [0, 1], got {a!r}")
+        raise GrammarError(Errors.E303.format(a=a))
     if not (math.isfinite(b) and b > 0):
-        raise GrammarError(f"default_b must be > 0, got {b!r}")
+        raise GrammarError(Errors.E304.format(b=b))
     return _Options(float(weight), float(a), float(b), start, main)
 
 
@@ -169,9 +170,9 @@ def _read_file(path: str) -> str:
         with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
     except FileNotFoundError:
-        raise GrammarError("no such grammar file; check the path", path) from None
+        raise GrammarError(Errors.E326, path) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise GrammarError(f"cannot read the grammar file ({error}); it must be UTF-8 text", path) from None
+        raise GrammarError(Errors.E327.format(error=error), path) from None
 
 
 def _split_lines(source: str, text: str) -> List[Line]:
@@ -181,7 +182,7 @@ def _split_lines(source: str, text: str) -> List[Line]:
 
 def _resolve_format(fmt: str, lines: List[Line]) -> str:
     if fmt not in FORMATS:
-        raise GrammarError(f"unknown grammar format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise GrammarError(Errors.E305.format(fmt=fmt, formats=', '.join(FORMATS)))
     return _detect(lines) if fmt == "auto" else fmt
 
 
@@ -211,9 +212,9 @@ def _number(line: Line, token: str, what: str) -> float:
     try:
         value = float(token)
     except ValueError:
-        raise line.error(f"{what} {token!r} is not a number") from None
+        raise line.error(Errors.E328.format(what=what, token=token)) from None
     if not math.isfinite(value):
-        raise line.error(f"{what} must be a finite number, got {token!r}")
+        raise line.error(Errors.E306.format(what=what, token=token))
     return value
 
 
@@ -223,14 +224,11 @@ def _weight(line: Line, token: str, parent: str) -> float:
     try:
         value = float(token)
     except ValueError:
-        raise line.error(f"weight w {token!r} is not a number") from None
+        raise line.error(Errors.E329.format(token=token)) from None
     if not math.isfinite(value):
-        raise line.error(f"weight w = {token} of {parent} must be a finite number > 0; write a positive weight "
-                         "such as 1")
+        raise line.error(Errors.E307.format(token=token, parent=parent))
     if not value > 0:
-        raise line.error(f"weight w = {token} of {parent} must be > 0; write a positive weight such as 1 "
-                         f"(py-cfg silently reads w <= 0 as the default weight; the numbers are w a b, so "
-                         f"`1 0 {parent} --> ...` is weight 1 with discount a = 0)")
+        raise line.error(Errors.E308.format(token=token, parent=parent))
     return value
 
 
@@ -246,18 +244,19 @@ def _class_problem(token: str) -> Optional[str]:
     named = _NAMED_CLASS.fullmatch(token)
     if named:
         close = difflib.get_close_matches(named.group(1), _CLASS_NAMES, n=1, cutoff=0.6)
-        fix = f'did you mean "[:{close[0]}:]"?' if close else f"the only class is {CORPUS_CLASS}"
-        return f"unknown character class {token!r}; {fix} (every character of the corpus)"
+        if close:
+            return Errors.E350.format(token=token, close=close[0])
+        return Errors.E351.format(token=token, CORPUS_CLASS=CORPUS_CLASS)
     if token.startswith("[:"):
         if "]" in token:
-            return f"malformed character class {token!r}; write {CORPUS_CLASS} as a token of its own"
+            return Errors.E352.format(token=token, CORPUS_CLASS=CORPUS_CLASS)
         name = token[2:].rstrip(":")
         known = not name or difflib.get_close_matches(name, _CLASS_NAMES, n=1, cutoff=0.6)
-        return f"unclosed character class {token!r}; " + (
-            f"write {CORPUS_CLASS}" if known else f"the only class is {CORPUS_CLASS} (every character of the corpus)")
+        if known:
+            return Errors.E353.format(token=token, CORPUS_CLASS=CORPUS_CLASS)
+        return Errors.E354.format(token=token, CORPUS_CLASS=CORPUS_CLASS)
     if "]" not in token:
-        return (f"unclosed character class {token!r}; the only class is {CORPUS_CLASS} (every character of "
-                f"the corpus), and a terminal [ must stand alone")
+        return Errors.E355.format(token=token, CORPUS_CLASS=CORPUS_CLASS)
     return None
 
 
@@ -273,9 +272,9 @@ def _check_a_b(line: Line, a: Optional[float], b: Optional[float], adapted: bool
     """py-cfg aborts unless 0 <= a <= 1 and b > 0; adaptor lines also need a < 1."""
     if a is not None and (not 0.0 <= a <= 1.0 or (adapted and a == 1.0)):
         bound = "[0, 1) (a = 1 means unadapted)" if adapted else "[0, 1]"
-        raise line.error(f"discount a = {a!r} is outside {bound}; 0 gives a Dirichlet process")
+        raise line.error(Errors.E309.format(a=a, bound=bound))
     if b is not None and not b > 0:
-        raise line.error(f"concentration b = {b!r} must be > 0 (e.g. 1000)")
+        raise line.error(Errors.E310.format(b=b))
 
 
 def _rule(parent: str, children: Tuple[str, ...], weight: float, where: Line, options: _Options) -> Rule:
@@ -296,7 +295,7 @@ def _merge_duplicates(rules: List[Rule], add_weights: bool) -> List[Rule]:
 
 
 def _no_rules(options: _Options) -> GrammarError:
-    return GrammarError(f"the grammar has no rules; a rule looks like {RULE_SHAPE}", options.main)
+    return GrammarError(Errors.E300.format(RULE_SHAPE=RULE_SHAPE), options.main)
 
 
 # ---------------------------------------------------------------------- py-cfg
@@ -353,10 +352,10 @@ def _pycfg_item(line: Line) -> Union[_RuleLine, _Directive, None]:
 
 def _missing_arrow(line: Line, tokens: List[str]) -> GrammarError:
     if any(ARROW in token for token in tokens):
-        return line.error(f"missing '-->': put a space between the parent and --> ({RULE_SHAPE})")
+        return line.error(Errors.E311.format(RULE_SHAPE=RULE_SHAPE))
     if PYADAGRAM_ARROW in tokens:
-        return line.error("missing '-->': py-cfg rules use -->, not -> (for a PyAdaGram file use fmt='pyadagram')")
-    return line.error(f"missing '-->'; a rule looks like {RULE_SHAPE}")
+        return line.error(Errors.E312)
+    return line.error(Errors.E301.format(RULE_SHAPE=RULE_SHAPE))
 
 
 def _parse_rule_line(line: Line, spans: List[Tuple[int, str]], arrow: int) -> _RuleLine:
@@ -365,17 +364,16 @@ def _parse_rule_line(line: Line, spans: List[Tuple[int, str]], arrow: int) -> _R
     rhs_spans = ([(spans[arrow][0] + len(ARROW), glued)] if glued else []) + spans[arrow + 1:]
     rhs = tuple(token for _, token in rhs_spans)
     if not head or _is_number(head[-1]):
-        raise line.error(f"missing parent before -->; a rule looks like {RULE_SHAPE} "
-                         "and a parent must not look like a number")
+        raise line.error(Errors.E313.format(RULE_SHAPE=RULE_SHAPE))
     *fields, parent = head
     if len(fields) > 3:
-        raise line.error(f"too many numbers before {parent} ({len(fields)}); at most three: w a b")
+        raise line.error(Errors.E314.format(parent=parent, n_fields=len(fields)))
     numbers = [_weight(line, fields[0], parent)] if fields else []
     numbers += [_number(line, token, what) for token, what in zip(fields[1:], _FIELDS[1:])]
     weight, a, b = numbers + [None] * (3 - len(numbers))
     _check_a_b(line, a, b)
     if not rhs:
-        raise line.error(f"empty right-hand side: write at least one symbol after {parent} -->")
+        raise line.error(Errors.E315.format(parent=parent))
     _check_classes(line, rhs_spans)
     return _RuleLine(line, weight, a, b, parent, rhs)
 
@@ -383,19 +381,19 @@ def _parse_rule_line(line: Line, spans: List[Tuple[int, str]], arrow: int) -> _R
 def _parse_directive(line: Line, tokens: List[str]) -> _Directive:
     example = "`@ Word K=1500 a=0 b=100`"
     if len(tokens) < 2 or "=" in tokens[1]:
-        raise line.error(f"adaptor directive without a nonterminal; write {example}")
+        raise line.error(Errors.E316.format(example=example))
     settings: Dict[str, float] = {}
     for token in tokens[2:]:
         key, sep, value = token.partition("=")
         if not (sep and key and value):
-            raise line.error(f"directive setting {token!r} must be key=value, as in {example}")
+            raise line.error(Errors.E330.format(token=token, example=example))
         settings[key] = _number(line, value, key)
     if not settings:
-        raise line.error(f"directive for {tokens[1]} sets nothing; write {example}")
+        raise line.error(Errors.E317.format(symbol=tokens[1], example=example))
     _check_a_b(line, settings.get("a"), settings.get("b"), adapted=True)
     span = settings.get("max_span")
     if span is not None and not (span >= 1 and float(span).is_integer()):
-        raise line.error(f"max_span={span:g}: the longest yield must be a whole number of terminals, at least 1")
+        raise line.error(Errors.E318.format(span=span))
     return _Directive(line, tokens[1], settings)
 
 
@@ -474,12 +472,10 @@ def _apply_directives(directives: List[_Directive], adaptors: Dict[str, Adaptor]
         if symbol not in known:
             hint = close_nonterminal(symbol, parents)
             spelling = f'did you mean "{hint}"?' if hint else "check the spelling"
-            raise where.error(f"unknown symbol {symbol!r} in adaptor directive; it must name a nonterminal "
-                              f"that has rules ({spelling})")
+            raise where.error(Errors.E331.format(symbol=symbol, spelling=spelling))
         adaptor = adaptors.get(symbol)
         if adaptor is None:
-            raise where.error(f"directive for {symbol}, which is not adapted (a = 1 on its rule lines); "
-                              f"remove the directive or drop the a = 1 from {symbol}'s rules")
+            raise where.error(Errors.E332.format(symbol=symbol))
         for key, value in directive.settings.items():
             if key == "a":
                 adaptor.a = value
@@ -502,8 +498,7 @@ def _check_plus_parents(rules: List[Rule], parents: List[str], adaptors: Dict[st
         if base in parents and shapes == {(base,), (base, parent)} and parent not in adaptors:
             continue
         where = next(item.where for item in rule_lines if item.parent == parent)
-        raise where.error(f"parent names ending in '+' are reserved for the shorthand ({parent} means one or "
-                          f"more {base}); rename {parent}")
+        raise where.error(Errors.E319.format(parent=parent, base=base))
 
 
 def _check_typos(rule_lines: List[_RuleLine], parents: Set[str]) -> None:
@@ -519,8 +514,8 @@ def _check_typos(rule_lines: List[_RuleLine], parents: Set[str]) -> None:
             if hint is not None:
                 note = f"to keep {token} as a terminal, rename the nonterminal {hint}"
                 raise item.where.error(
-                    f"{never_a_parent(token)} one edit away from the nonterminal {hint}"
-                    f"{did_you_mean(token, hint, note)}"
+                    Errors.E340.format(never_a_parent=never_a_parent(token), hint=hint,
+                                       suggestion=did_you_mean(token, hint, note))
                 )
 
 
@@ -567,8 +562,7 @@ def _parse_pyadagram(lines: List[Line], options: _Options) -> Grammar:
         if symbol not in parents:
             hint = close_nonterminal(symbol, parents)
             spelling = f' (did you mean "{hint}"?)' if hint else ""
-            raise where.error(f"unknown symbol {symbol!r} in adaptor line; it must name a nonterminal that has "
-                              f"rules{spelling}")
+            raise where.error(Errors.E333.format(symbol=symbol, spelling=spelling))
         adaptors[symbol] = adaptor
     return Grammar(options.start or parents[0], rules, adaptors, options.main)
 
@@ -576,21 +570,21 @@ def _parse_pyadagram(lines: List[Line], options: _Options) -> Grammar:
 def _pyadagram_adaptor(line: Line, tokens: List[str]) -> Tuple[Line, str, Adaptor]:
     """`@ NT K concentration discount`: note the b-before-a order (docs/algorithms.md 0.2)."""
     if len(tokens) != 5:
-        raise line.error("adaptor line must be `@ Nonterminal K concentration discount`, e.g. `@ Word 1500 100 0`")
+        raise line.error(Errors.E320)
     truncation = _number(line, tokens[2], "truncation K")
     b = _number(line, tokens[3], "concentration")
     a = _number(line, tokens[4], "discount")
     _check_a_b(line, a, b, adapted=True)
     if truncation < 1:
-        raise line.error(f"truncation K = {tokens[2]} must be at least 1 (e.g. 1500)")
+        raise line.error(Errors.E321.format(truncation=tokens[2]))
     return line, tokens[1], Adaptor(a, b, {"K": truncation})
 
 
 def _pyadagram_productions(line: Line, tokens: List[str]) -> List[_Production]:
     if _arrow_index(tokens) is not None:
-        raise line.error("py-cfg '-->' in a PyAdaGram file; write `A -> B \"c\"` or read the file with fmt='pycfg'")
+        raise line.error(Errors.E322)
     if len(tokens) < 2 or tokens[1] != PYADAGRAM_ARROW or tokens[0][0] in "\"'":
-        raise line.error("expected `Parent -> children` (NLTK syntax, terminals in double quotes)")
+        raise line.error(Errors.E323)
     productions = []
     alternatives: List[List[str]] = [[]]
     for token in tokens[2:]:
@@ -600,7 +594,7 @@ def _pyadagram_productions(line: Line, tokens: List[str]) -> List[_Production]:
             alternatives[-1].append(token)
     for rhs in alternatives:
         if not rhs:
-            raise line.error(f"empty right-hand side for {tokens[0]}; write at least one symbol after ->")
+            raise line.error(Errors.E334.format(parent=tokens[0]))
         productions.append(_Production(line, tokens[0], tuple(rhs)))
     return productions
 
@@ -614,17 +608,16 @@ def _pyadagram_child(where: Line, token: str, parents: Set[str]) -> str:
     if token[0] in "\"'":
         terminal = token[1:-1]
         if len(token) < 2 or token[-1] != token[0]:
-            raise where.error(f"unterminated quote in {token!r}; write terminals as \"x\"")
+            raise where.error(Errors.E335.format(token=token))
         if not terminal or any(char.isspace() for char in terminal):
-            raise where.error(f"terminal {token} must be non-empty and contain no whitespace")
+            raise where.error(Errors.E336.format(token=token))
         if terminal in parents:
-            raise where.error(f"terminal {token} has the name of a nonterminal; rename the nonterminal {terminal}")
+            raise where.error(Errors.E337.format(token=token, terminal=terminal))
         return terminal
     if token != CORPUS_CLASS and token not in parents:
         hint = close_nonterminal(token, parents)
         spelling = f'did you mean "{hint}"? Otherwise ' if hint else ""
-        raise where.error(f"unknown symbol {token!r}: it is never a parent; {spelling}quote it if it is a "
-                          f"terminal (\"{token}\") or add rules for it")
+        raise where.error(Errors.E324.format(token=token, spelling=spelling))
     return token
 
 
@@ -649,11 +642,11 @@ def _checked_alphabet(grammar: Grammar, alphabet: Iterable[str]) -> List[str]:
     letters = sorted(set(alphabet))
     where = grammar.path or "<grammar>"
     if not letters:
-        raise GrammarError(f"{CORPUS_CLASS} was given an empty alphabet; pass the training corpus", where)
+        raise GrammarError(Errors.E325.format(CORPUS_CLASS=CORPUS_CLASS), where)
     parents = set(grammar.nonterminals)
     for letter in letters:
         if not isinstance(letter, str) or not letter or any(char.isspace() for char in letter):
-            raise GrammarError(f"alphabet symbol {letter!r} must be a non-empty string without whitespace", where)
+            raise GrammarError(Errors.E338.format(letter=letter), where)
         if letter in parents:
-            raise GrammarError(f"corpus symbol {letter!r} is also a nonterminal name; rename the nonterminal", where)
+            raise GrammarError(Errors.E339.format(letter=letter), where)
     return letters

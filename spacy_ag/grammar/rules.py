@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import SpacyAgError
+from ..errors import Errors, SpacyAgError
 
 #: The right-hand-side token that expands to every character of the corpus.
 CORPUS_CLASS = "[:corpus:]"
@@ -28,7 +28,11 @@ class GrammarError(SpacyAgError):
             where = f"{path}: "
             if line is not None:
                 where = f"{path}:{line}:{column}: " if column is not None else f"{path}:{line}: "
-        super().__init__(where + message)
+        code = ""
+        if message.startswith("[E") and "] " in message:  # the code stays in front of the place
+            code, message = message.split("] ", 1)
+            code += "] "
+        super().__init__(code + where + message)
         self.path = path
         self.line = line
         #: 1-based column (code points) for syntax errors inside a line, else None.
@@ -112,7 +116,7 @@ def category_names(spec: Union[str, Sequence[str]]) -> Tuple[str, ...]:
     names = spec.split(",") if isinstance(spec, str) else list(spec)
     out = tuple(dict.fromkeys(name.strip() for name in names if name.strip()))
     if not out:
-        raise ValueError(f"segmentation category {spec!r} names no nonterminal")
+        raise ValueError(Errors.E348.format(spec=spec))
     return out
 
 
@@ -122,8 +126,8 @@ def check_categories(grammar: "Grammar", spec: Union[str, Sequence[str]], what: 
     names = category_names(spec)
     unknown = [name for name in names if name not in grammar.nonterminals]
     if unknown:
-        raise GrammarError(f"{what} {', '.join(map(repr, unknown))} is not a nonterminal of the grammar; "
-                           f"choose among {', '.join(grammar.nonterminals)}", grammar.path)
+        raise GrammarError(Errors.E349.format(what=what, unknown=", ".join(map(repr, unknown)),
+                                              nonterminals=", ".join(grammar.nonterminals)), grammar.path)
     return names
 
 

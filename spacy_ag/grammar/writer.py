@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import List
 
+from ..errors import Errors
 from .reader import ARROW, _is_number, _shorthand_item
 from .rules import Grammar, GrammarError, Rule
 
@@ -61,14 +62,13 @@ def _check_writable(grammar: Grammar) -> None:
     for rule in grammar.rules:
         for symbol in (rule.parent,) + rule.children:
             if not symbol or any(char.isspace() for char in symbol) or symbol.startswith(ARROW):
-                raise GrammarError(f"symbol {symbol!r} cannot be written in py-cfg format (empty, "
-                                   "whitespace or leading -->)", grammar.path)
+                raise GrammarError(Errors.E346.format(symbol=symbol), grammar.path)
         if _is_number(rule.parent):
-            raise GrammarError(f"parent {rule.parent!r} looks like a number; py-cfg would read it as a weight",
+            raise GrammarError(Errors.E345.format(parent=rule.parent),
                                grammar.path)
         for child in rule.children:
             if child not in parents and _reads_as_shorthand(child, parents):
-                raise GrammarError(f"terminal {child!r} would read back as shorthand; rename it", grammar.path)
+                raise GrammarError(Errors.E347.format(child=child), grammar.path)
 
 
 def _reads_as_shorthand(token: str, parents: set) -> bool:

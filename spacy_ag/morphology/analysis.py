@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from ..errors import Errors
 from ..tree import Tree
 
 __all__ = [
@@ -40,7 +41,7 @@ def parse_levels(value: str) -> Tuple[str, ...]:
     """``"Stem,Suffix"`` -> ``("Stem", "Suffix")`` (commas and/or spaces; no empty names)."""
     levels = tuple(p for p in re.split(r"[,\s]+", value.strip()) if p)
     if not levels:
-        raise ValueError(f"--level {value!r} names no nonterminal; write e.g. --level Stem,Suffix")
+        raise ValueError(Errors.E398.format(value=value))
     return levels
 
 

@@ -30,6 +30,7 @@ import warnings
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Tuple, Union
 
 from ..corpus import iter_lines
+from ..errors import Errors
 from ..evaluation import spans_from_words
 
 __all__ = [
@@ -82,8 +83,7 @@ def read_gold_segmentation(path: PathLike, encoding: str = "auto") -> Dict[str, 
         if not text.strip():
             continue
         if "\t" not in text:
-            raise ValueError(f"{name}:{number}: expected `word<TAB>morph morph ...` (Morpho Challenge "
-                             f"format), found no tab in {text[:60]!r}")
+            raise ValueError(Errors.E400.format(name=name, number=number, text=text[:60]))
         word, analyses = text.split("\t", 1)
         word = word.strip()
         alternatives = []
@@ -92,16 +92,14 @@ def read_gold_segmentation(path: PathLike, encoding: str = "auto") -> Dict[str, 
                 continue
             morphs = _surfaces(analysis)
             if "".join(morphs) != word:
-                warnings.warn(f"{name}:{number}: the morphs {' '.join(morphs)!r} do not spell {word!r}; "
-                              "this alternative is not scored", UserWarning, stacklevel=2)
+                warnings.warn(Errors.W405.format(name=name, number=number, morphs=' '.join(morphs),
+                                                 word=word), UserWarning, stacklevel=2)
                 continue
             alternatives.append(morphs)
         if not alternatives:
-            raise ValueError(f"{name}:{number}: no analysis of {word!r} spells the word; give at least one "
-                             "analysis whose morph surfaces concatenate to it")
+            raise ValueError(Errors.E401.format(name=name, number=number, word=word))
         if word in gold:
-            raise ValueError(f"{name}:{number}: {word!r} is listed twice; merge its analyses into one line "
-                             "separated by commas")
+            raise ValueError(Errors.E402.format(name=name, number=number, word=word))
         gold[word] = alternatives
     return gold
 
@@ -128,7 +126,7 @@ def read_predicted_segmentation(path: PathLike, *, separator: str = "+", encodin
             morphs = [m for m in analysis.replace(separator, " ").split() if m] if separator else analysis.split()
         word = text.split("\t", 1)[0].strip() if "\t" in text else "".join(morphs)
         if "".join(morphs) != word:
-            raise ValueError(f"{name}:{number}: the morphs {' '.join(morphs)!r} do not spell {word!r}")
+            raise ValueError(Errors.E403.format(name=name, number=number, morphs=' '.join(morphs), word=word))
         if not word:
             continue
         pred[word] = morphs
@@ -164,13 +162,12 @@ def morph_boundary_scores(predicted: Mapping[str, Sequence[str]],
     """
     missing = [w for w in gold if w not in predicted]
     if missing:
-        raise ValueError(f"{len(missing)} gold word(s) have no prediction, e.g. {missing[0]!r}; segment every "
-                         "word of the gold file")
+        raise ValueError(Errors.E399.format(n_missing=len(missing), missing=missing[0]))
     correct = n_pred = n_gold = exact = 0
     for word, alternatives in gold.items():
         morphs = list(predicted[word])
         if "".join(morphs) != word:
-            raise ValueError(f"the predicted morphs {' '.join(morphs)!r} do not spell {word!r}")
+            raise ValueError(Errors.E404.format(morphs=' '.join(morphs), word=word))
         pred = boundaries(morphs)
         alts = [boundaries(a) for a in alternatives]
         c, g = _best_match(pred, alts)

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..errors import Errors
+
 __all__ = [
     "KINDS",
     "MORPH_LEVELS",
@@ -122,11 +124,11 @@ def morphology_grammar(kind: str = "stem-suffix", *, classes: Optional[int] = No
     RETURNS (str): Grammar text for `spacy_ag.grammar.read_grammar`.
     """
     if kind not in KINDS:
-        raise ValueError(f"unknown morphology grammar {kind!r}; choose one of {', '.join(KINDS)}")
+        raise ValueError(Errors.E406.format(kind=kind, kinds=', '.join(KINDS)))
     if classes is not None and (isinstance(classes, bool) or not isinstance(classes, int) or classes < 0):
-        raise ValueError(f"classes must be a whole number >= 1 (or 0/None for none), got {classes!r}")
+        raise ValueError(Errors.E407.format(classes=classes))
     if not 0.0 <= a < 1.0 or not b > 0.0:
-        raise ValueError(f"need 0 <= a < 1 and b > 0 for adapted nonterminals, got a={a!r} b={b!r}")
+        raise ValueError(Errors.E408.format(a=a, b=b))
     numbers = f"1 {_number(a)} {_number(b)}"
     header = [f"# Morphology grammar {grammar_name(kind, classes)!r}"
               + (f" with {classes} hidden classes" if classes else "")

@@ -18,6 +18,7 @@ import os
 from typing import Iterable, List, Sequence, Union
 
 from ..corpus import iter_lines
+from ..errors import Errors
 
 __all__ = ["UNITS", "read_words", "word_units"]
 
@@ -29,7 +30,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 def word_units(words: Iterable[str], units: str = "types") -> List[str]:
     """Every word (``tokens``) or each distinct word once, in order of first occurrence (``types``)."""
     if units not in UNITS:
-        raise ValueError(f"units must be one of {', '.join(UNITS)}, got {units!r}")
+        raise ValueError(Errors.E409.format(choices=', '.join(UNITS), units=units))
     words = [w for w in words if w]
     return list(dict.fromkeys(words)) if units == "types" else words
 

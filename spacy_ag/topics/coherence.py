@@ -61,6 +61,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Uni
 
 import numpy as np
 
+from ..errors import Errors
+
 DEFAULT_WINDOW = 10
 DEFAULT_TOP = 10
 
@@ -97,7 +99,7 @@ def split_heldout(docs: Sequence[T], fraction: float, seed: int) -> Tuple[List[T
     score is computed on the documents a model was trained on.
     """
     if not 0.0 <= fraction < 1.0:
-        raise ValueError(f"heldout fraction must be in [0, 1), got {fraction}")
+        raise ValueError(Errors.E410.format(fraction=fraction))
     n = len(docs)
     n_held = int(round(fraction * n))
     if fraction > 0 and n >= 2:
@@ -126,7 +128,7 @@ class CooccurrenceCounts:
     def __init__(self, docs: Docs, vocab: Iterable[str], window: int = DEFAULT_WINDOW,
                  chunk_windows: int = 0):
         if window < 1:
-            raise ValueError(f"window must be >= 1, got {window}")
+            raise ValueError(Errors.E411.format(window=window))
         self.window = int(window)
         self.words: List[str] = list(dict.fromkeys(vocab))
         self.index: Dict[str, int] = {w: i for i, w in enumerate(self.words)}
@@ -220,7 +222,7 @@ class CooccurrenceCounts:
     def topic_coherence(self, words: Sequence[str], missing: str = "skip") -> Dict:
         """Mean PMI and NPMI over the pairs ``j < k`` of one topic's word list."""
         if missing not in ("skip", "zero"):
-            raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
+            raise ValueError(Errors.E412.format(missing=missing))
         pmis: List[float] = []
         npmis: List[float] = []
         skipped = 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from ..errors import Errors
 from ..grammar import Grammar, parse_grammar_text
 from ..text_units import graphemes
 
@@ -21,15 +22,14 @@ def topic_grammar_text(n_topics: int, alphabet: Iterable[str], *, alpha: float =
                        b: float = 10.0, truncation: Optional[int] = 3000, word_adapted: bool = False) -> str:
     """py-cfg text of the topic grammar (weights, then a and b; `1 1` = unadapted)."""
     if n_topics < 1:
-        raise ValueError(f"the number of topics must be at least 1, got {n_topics}")
+        raise ValueError(Errors.E413.format(n_topics=n_topics))
     chars = sorted(set(alphabet))
     if not chars:
-        raise ValueError("the topic grammar needs the corpus characters; the documents have none")
+        raise ValueError(Errors.E414)
     # a character is a text unit (spacy_ag.text_units): a code point or a grapheme cluster, never a space
     bad = [c for c in chars if not isinstance(c, str) or len(graphemes(c)) != 1 or any(ch.isspace() for ch in c)]
     if bad:
-        raise ValueError(f"terminals must be single non-space characters (a code point or a grapheme cluster "
-                         f"each), got {bad[:3]!r}")
+        raise ValueError(Errors.E415.format(bad=bad[:3]))
     lines = [f"# InfVocLDA topic grammar: {n_topics} topics over {len(chars)} characters (docs/algorithms.md 2.4)",
              "1 1 SENT --> DOC"]
     lines += [f"{alpha!r} 1 DOC --> TOPIC_{i}" for i in range(n_topics)]

@@ -31,7 +31,7 @@ def pyldavis_data(model, docs: Sequence[Sequence[str]]) -> Dict[str, object]:
     frequency = Counter(w for doc in docs for w in doc)
     vocab: List[str] = sorted(frequency, key=lambda w: (-frequency[w], w))
     if not vocab:
-        raise ValueError("no document has a word the topic model can spell; pyLDAvis needs at least one")
+        raise ValueError(Errors.E419)
     probs = model.word_probabilities(vocab)
     topic_term = probs / probs.sum(axis=1, keepdims=True)
     return {

@@ -25,18 +25,20 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from ..errors import Errors
+
 __all__ = ["match_topics", "normalized_mutual_information", "planted_topic_scores", "purity", "top_word_precision"]
 
 
 def _contingency(predicted: Sequence[int], planted: Sequence[int]) -> np.ndarray:
     if len(predicted) != len(planted):
-        raise ValueError(f"{len(predicted)} predicted labels for {len(planted)} planted ones")
+        raise ValueError(Errors.E416.format(n_predicted=len(predicted), n_planted=len(planted)))
     if not len(planted):
-        raise ValueError("no documents to score")
+        raise ValueError(Errors.E417)
     pred = np.asarray(predicted, dtype=np.int64)
     gold = np.asarray(planted, dtype=np.int64)
     if pred.min() < 0 or gold.min() < 0:
-        raise ValueError("topic labels must be >= 0")
+        raise ValueError(Errors.E418)
     table = np.zeros((int(pred.max()) + 1, int(gold.max()) + 1))
     np.add.at(table, (pred, gold), 1)
     return table

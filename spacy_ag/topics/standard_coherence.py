@@ -30,6 +30,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from ..errors import Errors
+
 __all__ = ["EPSILON", "MEASURES", "WINDOWS", "topic_coherences"]
 
 EPSILON = 1e-12
@@ -113,7 +115,7 @@ def topic_coherences(topics: Sequence[Sequence[str]], docs: Sequence[Sequence[st
     """
     unknown = [m for m in measures if m not in WINDOWS]
     if unknown:
-        raise ValueError(f"unknown coherence measure {unknown[0]!r}; use {', '.join(MEASURES)}")
+        raise ValueError(Errors.E420.format(unknown=unknown[0], measures=', '.join(MEASURES)))
     seen = {w for doc in docs for w in doc}
     missing = sorted({w for topic in topics for w in topic if w not in seen})
     vocab: Dict[str, int] = {}
