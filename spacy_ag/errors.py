@@ -153,6 +153,12 @@ class Errors(metaclass=_WithCodes):
             "skipped), so there is nothing to learn; the model's alphabet is fixed when it is first trained: train "
             "a new model on documents that hold these characters")
 
+    # ---- resume: a checkpoint continues only the run that wrote it (E180-E189)
+    E180 = ("--resume: {path} is a checkpoint of another run ({what}: {was} there, {now} now); train without "
+            "--resume to start this run afresh")
+    E181 = ("--resume: {path} is a checkpoint that does not say which run wrote it (an earlier spacy-ag, or "
+            "another program), so it cannot continue this one; train without --resume to start afresh")
+
     # ---- grammar files: reading, checking and writing py-cfg and PyAdaGram grammars (E300-E379)
     E300 = 'the grammar has no rules; a rule looks like {RULE_SHAPE}'
     E301 = "missing '-->'; a rule looks like {RULE_SHAPE}"
@@ -324,8 +330,10 @@ class Errors(metaclass=_WithCodes):
 
 
 def coded(code: str, message: str) -> str:
-    """`message` with `code` in front, unless it already has a code."""
-    return message if message.startswith("[") else f"[{code}] {message}"
+    """`message` with `code` in front, unless it already has a code (an OSError's "[Errno 28] ..." is
+    not one)."""
+    has_code = message[:1] == "[" and message[1:2] in ("E", "W") and message[2:5].isdigit() and message[5:6] == "]"
+    return message if has_code else f"[{code}] {message}"
 
 
 class SpacyAgError(ValueError):

@@ -9,7 +9,7 @@ import itertools
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from .grammar import (
 from .grammar.checks import uncovered_error
 from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
 from .errors import Errors, ModelFileError, TextError
-from .serialize import state_from_arrays
+from .serialize import flat_settings, state_from_arrays
 from .settings import (
     AUTO_MAX_SPAN, AUTO_UNITS, OnlineSettings, SamplerSettings, SettingError, check, normalized, resolve_units,
 )
@@ -172,7 +172,8 @@ class AdaptorGrammar:
             checkpoint_dir: Optional[PathLike] = None, checkpoint_every: int = _RUN.checkpoint_every,
             resume: bool = False, workers: int = _RUN.workers, gold: Optional[Sequence[Sequence[str]]] = None,
             eval_every: int = _RUN.eval_every, eval_at: Sequence[int] = _RUN.eval_at,
-            backend: Optional[str] = None, ray_address: Optional[str] = None) -> "AdaptorGrammar":
+            backend: Optional[str] = None, ray_address: Optional[str] = None,
+            run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         """Train by MCMC; keep samples for maximum-marginal decoding (3.15).
 
         `gold`, one word list per corpus sentence, adds `token_f` to the trace
@@ -183,7 +184,10 @@ class AdaptorGrammar:
         the chains as tasks of a Ray cluster (`spacy_ag.ray_chains`), or, for
         online and vb inference, the E-step of every minibatch on `workers`
         Ray workers (`spacy_ag.ray_estep`; 0: one per CPU of the cluster),
-        with the same result.
+        with the same result. `run` (``section.key`` -> value) is what the
+        checkpoints record as their run, and a resumed run must give the
+        same (`spacy_ag.serialize.check_run`); ``spacy-ag train`` gives the
+        whole run's fingerprint, the default is `checkpoint_run`'s.
         """
         corpus = self.read_corpus(corpus)
         training = self._training_settings(backend, ray_address, workers, iterations=iterations, chains=chains,
@@ -193,17 +197,18 @@ class AdaptorGrammar:
         if self.inference != "mcmc":
             return self._fit_variational(corpus, seed=seed, callback=callback, checkpoint_dir=checkpoint_dir,
                                          checkpoint_every=checkpoint_every, resume=resume, gold=gold,
-                                         eval_every=eval_every, training=training)
+                                         eval_every=eval_every, training=training, run=run)
         compiled = self._prepare(corpus)
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
         seg_mask = self._segment_mask()
+        run = self.checkpoint_run(run, seed, self.online if self.sampler.init == "online" else None)
         jobs = []
         for c in range(chains):
             ckpt = str(Path(checkpoint_dir) / f"chain-{c}.npz") if checkpoint_dir else None
             jobs.append(ChainJob(compiled, words, sent_ptr, self.sampler, training, c, seg_mask,
                                  fingerprint, ckpt, resume, list(gold) if gold else None,
-                                 corpus.sentences if gold else None, self.online))
+                                 corpus.sentences if gold else None, self.online, run))
         try:
             if training.backend == "ray":
                 from .ray_chains import run_chains_on_ray
@@ -224,6 +229,22 @@ class AdaptorGrammar:
             self.marginals.merge(r.marginals)
         self.training_corpus = corpus
         return self
+
+    def checkpoint_run(self, run: Optional[Mapping[str, Any]], seed: int,
+                       online: Optional[OnlineSettings]) -> Dict[str, Any]:
+        """What this model's checkpoints record as their run: `run` if given, else the settings the
+        model knows that decide what a run computes from the grammar and corpus (the corpus and
+        grammar are checked on their own): the seed, the inference mode, the sampler's settings
+        and `online`'s. Iterations and passes are left out, so that a run may be continued
+        further."""
+        if run is not None:
+            return dict(run)
+        sections: Dict[str, Dict[str, Any]] = {"training": {"seed": seed, "inference": self.inference}}
+        if self.inference == "mcmc":
+            sections["sampler"] = self.sampler.to_dict()
+        if online is not None:
+            sections["online"] = online.to_dict()
+        return flat_settings(sections, leave_out=frozenset({"online.passes", "online.workers"}))
 
     @staticmethod
     def _training_settings(backend: Optional[str], ray_address: Optional[str], workers: int,
@@ -257,15 +278,17 @@ class AdaptorGrammar:
         self._weights_cache = None  # the learner updates its arrays in place
 
     def _fit_variational(self, corpus: Corpus, *, seed: int, callback, checkpoint_dir, checkpoint_every: int,
-                         resume: bool, gold, eval_every: int, training: TrainingSettings) -> "AdaptorGrammar":
+                         resume: bool, gold, eval_every: int, training: TrainingSettings,
+                         run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         compiled = self._prepare(corpus)
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         settings = mode_settings(self.inference, self.online, len(corpus))
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar) + self.inference)
         ckpt = str(Path(checkpoint_dir) / "online.npz") if checkpoint_dir else None
+        identity = self.checkpoint_run(run, seed, settings)
         meta = None
         if resume and ckpt and Path(ckpt).exists():
-            state, V, meta = VariationalRun.load_checkpoint(ckpt, fingerprint, compiled)
+            state, V, meta = VariationalRun.load_checkpoint(ckpt, fingerprint, compiled, identity)
             learner = OnlineLearner(compiled, settings, seed, state=state, variational=V, progress=meta["progress"])
         else:
             learner = self._learner(settings, seed)
@@ -280,7 +303,7 @@ class AdaptorGrammar:
                         "lexicon_f": scores["type_f"]}
         run = VariationalRun(learner, passes=settings.passes, report=callback, checkpoint=ckpt,
                              checkpoint_every=checkpoint_every, fingerprint=fingerprint, evaluate=evaluate,
-                             eval_every=eval_every)
+                             eval_every=eval_every, run=identity)
         if meta is not None:
             run.restore(meta)
         try:
@@ -300,7 +323,7 @@ class AdaptorGrammar:
                     callback=None, shuffle_buffer: int = 0, pass_index: int = 0,
                     checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0, fingerprint: str = "",
                     start: int = 0, backend: Optional[str] = None, ray_address: Optional[str] = None,
-                    workers: int = 0) -> "AdaptorGrammar":
+                    workers: int = 0, run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         """One online pass over `texts` (any iterable, read lazily in minibatches).
 
         Memory stays bounded by the truncation: only one minibatch of text is
@@ -313,7 +336,7 @@ class AdaptorGrammar:
 
         For a stream that can be replayed (`fit_stream`): `checkpoint` is a
         file written every `checkpoint_every` minibatches, at the end of the
-        pass and on Ctrl-C, stamped with `fingerprint`; `start` skips that
+        pass and on Ctrl-C, stamped with `fingerprint` and `run`; `start` skips that
         many chunks of the (shuffled) stream, the ones a checkpoint says
         this pass had consumed. `backend`, `ray_address` and `workers` are
         `fit`'s: ``backend="ray"`` draws the E-step on Ray workers.
@@ -334,7 +357,7 @@ class AdaptorGrammar:
         learner = self._learner(settings, seed)
         run = VariationalRun(learner, passes=1, report=callback, trace_kept=STREAM_TRACE_KEPT,
                              checkpoint=None if checkpoint is None else str(checkpoint),
-                             checkpoint_every=checkpoint_every, fingerprint=fingerprint)
+                             checkpoint_every=checkpoint_every, fingerprint=fingerprint, run=run)
         run.epoch, run.position = pass_index, start  # trace lines say which pass over a stream this is
         try:
             with remote_estep(learner, training):
@@ -349,7 +372,7 @@ class AdaptorGrammar:
                    seed: int = 0, callback=None, shuffle_buffer: int = 0,
                    checkpoint_dir: Optional[PathLike] = None, checkpoint_every: int = 50, resume: bool = False,
                    fingerprint: str = "", backend: Optional[str] = None, ray_address: Optional[str] = None,
-                   workers: int = 0) -> "AdaptorGrammar":
+                   workers: int = 0, run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         """`passes` online passes over a stream that can be read again, such as a file.
 
         `texts()` returns a fresh iterable of the texts at each call (read
@@ -359,7 +382,7 @@ class AdaptorGrammar:
         `checkpoint_dir`, ``online.npz`` there holds the pass and the chunks
         of it consumed; ``resume=True`` continues from it (after checking
         `fingerprint`, which should name the grammar, the text and the
-        settings) to exactly the result of an uninterrupted run. A grammar
+        settings, and `run`, as `fit`'s) to exactly the result of an uninterrupted run. A grammar
         with `[:corpus:]` that is not compiled yet takes its alphabet from a
         first reading of the stream. Ctrl-C raises `TrainingInterrupted`
         after the checkpoint. `backend`, `ray_address` and `workers` are
@@ -370,8 +393,9 @@ class AdaptorGrammar:
         self._fix_spans()
         ckpt = Path(checkpoint_dir) / "online.npz" if checkpoint_dir else None
         first_pass, start = 0, 0
+        run = self.checkpoint_run(run, seed, self.online)
         if resume and ckpt is not None and ckpt.exists():
-            state, variational, meta = VariationalRun.load_checkpoint(str(ckpt), fingerprint, self.compiled)
+            state, variational, meta = VariationalRun.load_checkpoint(str(ckpt), fingerprint, self.compiled, run)
             self.state, self.variational, self.progress = state, variational, meta["progress"]
             self._live_learner = None
             self.trace = list(meta.get("trace", []))
@@ -381,7 +405,7 @@ class AdaptorGrammar:
                              shuffle_buffer=shuffle_buffer, pass_index=p, checkpoint=ckpt,
                              checkpoint_every=checkpoint_every, fingerprint=fingerprint,
                              start=start if p == first_pass else 0, backend=backend, ray_address=ray_address,
-                             workers=workers)
+                             workers=workers, run=run)
         if self.inference == "mcmc":
             self.inference = "online"
         self.training_corpus, self.marginals = None, None

@@ -18,13 +18,14 @@ import contextlib
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .core.grammatons import Variational
 from .core.online import OnlineLearner, OnlineSettings
-from .serialize import ModelFileError, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
+from .serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
+                        write_npz_atomic)
 from .core.state import TAB_HWM
 from .training import TrainingInterrupted, _StopRequest
 
@@ -75,13 +76,15 @@ class VariationalRun:
 
     def __init__(self, learner: OnlineLearner, *, passes: int, report: Optional[Report] = None,
                  checkpoint: Optional[str] = None, checkpoint_every: int = 0, fingerprint: str = "",
-                 evaluate: Optional[Callable[[], Dict]] = None, eval_every: int = 0, trace_kept: int = 0):
+                 evaluate: Optional[Callable[[], Dict]] = None, eval_every: int = 0, trace_kept: int = 0,
+                 run: Optional[Mapping[str, Any]] = None):
         self.learner = learner
         self.passes = passes
         self.report = report
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
         self.fingerprint = fingerprint
+        self.run = dict(run or {})  # what decides the run (`spacy_ag.serialize.check_run`)
         self.evaluate = evaluate
         self.eval_every = eval_every
         self.trace: List[Dict] = []
@@ -94,19 +97,20 @@ class VariationalRun:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
-        meta = meta_header("checkpoint", mode="variational", fingerprint=self.fingerprint,
+        meta = meta_header("checkpoint", mode="variational", fingerprint=self.fingerprint, run=self.run,
                            progress=self.learner.progress(), epoch=self.epoch, position=self.position,
                            trace=self.trace[-50:], settings=self.learner.settings.to_dict())
         write_npz_atomic(Path(self.checkpoint), model_arrays(self.learner.state, self.learner.V), meta)
 
     @staticmethod
-    def load_checkpoint(path: str, fingerprint: str, compiled=None):
+    def load_checkpoint(path: str, fingerprint: str, compiled=None, run: Optional[Mapping[str, Any]] = None):
         arrays, meta = read_npz(Path(path), "checkpoint")
         if meta.get("mode") != "variational":
             raise ModelFileError(f"{path}: an MCMC checkpoint; resume it with inference mode mcmc")
         if meta["fingerprint"] != fingerprint:
             raise ValueError(f"{path}: checkpoint of another corpus or grammar; remove it or train "
                              "without --resume")
+        check_run(path, meta.get("run"), run)
         state = state_from_arrays(arrays, path)
         variational = variational_from_arrays(arrays, path)
         from .state_checks import check_state  # every array, before any kernel sees it

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from . import archive
 from .archive import write_atomic_file
-from .errors import Errors, ModelFileError
+from .errors import Errors, ModelFileError, TrainingLayerError
 from .core.state import N_TRIE, NODE_HWM, TAB_HWM, State
 
 #: Format of checkpoint files (models are archives, `spacy_ag.archive`).
@@ -82,3 +82,33 @@ def read_npz_bytes(data: bytes, source: str, kind: str):
         raise ModelFileError(Errors.E062.format(path=source, found=meta.get("kind"), version=version, kind=kind,
                                                 expected=FORMAT_VERSION))
     return arrays, meta
+
+
+def flat_settings(sections: Mapping[str, Mapping[str, Any]], leave_out: frozenset = frozenset()) -> Dict[str, Any]:
+    """``section.key`` -> value of settings groups, as JSON gives them back (tuples become lists),
+    without the names in `leave_out`: the form in which a checkpoint records its run."""
+    out = {f"{section}.{key}": value for section, values in sections.items() for key, value in values.items()
+           if f"{section}.{key}" not in leave_out}
+    return json.loads(json.dumps(out, sort_keys=True, default=str))
+
+
+def short_json(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 24 else text[:12] + "..."
+
+
+def check_run(path: Any, recorded: Any, run: Optional[Mapping[str, Any]]) -> None:
+    """Refuse a checkpoint whose recorded run (``section.key`` -> value) is not `run`.
+
+    A checkpoint continues only the run that wrote it: one of another seed, setting, grammar
+    or corpus, left in the folder by an earlier run, would otherwise be continued as this one.
+    E180 names the first setting that differs; E181 is a checkpoint that records no run.
+    """
+    expected = json.loads(json.dumps(dict(run or {}), sort_keys=True, default=str))
+    if recorded == expected:
+        return
+    if not isinstance(recorded, dict):
+        raise TrainingLayerError(Errors.E181.format(path=path))
+    key = next(k for k in sorted(set(recorded) | set(expected)) if recorded.get(k) != expected.get(k))
+    raise TrainingLayerError(Errors.E180.format(path=path, what=key, was=short_json(recorded.get(key)),
+                                                now=short_json(expected.get(key))))

@@ -26,7 +26,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from .core.compiled import CompiledGrammar
 from .core.warm_start import warm_start
 from .evaluation import segmentation_scores
 from .settings import OnlineSettings, SamplerSettings, TrainingSettings
-from .serialize import meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
+from .serialize import check_run, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
 
 TraceCallback = Callable[[Dict], None]
 
@@ -108,6 +108,9 @@ class ChainJob:
     gold: Optional[List[List[str]]] = None
     sentences: Optional[List[Sequence[str]]] = None
     online: Optional[OnlineSettings] = None  # the pass of sampler.init = "online"
+    #: ``section.key`` -> value of what decides the run (`spacy_ag.serialize.check_run`): recorded in
+    #: the checkpoint, which continues only a run that gives the same
+    run: Optional[Dict[str, Any]] = None
 
 
 @dataclass
@@ -197,6 +200,7 @@ def _load_checkpoint(job: ChainJob):
     if meta["fingerprint"] != job.fingerprint:
         raise ValueError(f"{job.checkpoint}: checkpoint of another corpus or grammar; remove it or "
                          "train without --resume")
+    check_run(job.checkpoint, meta.get("run"), job.run)
     state = state_from_arrays(arrays, job.checkpoint)
     from .state_checks import check_state  # every array, before any kernel sees it
 
@@ -212,7 +216,7 @@ def _write_chain_file(path: Path, job: ChainJob, arrays: Dict[str, np.ndarray], 
                       marginals: MarginalCounts) -> None:
     """A checkpoint (also the result file a worker of parallel chains leaves for its parent)."""
     meta = meta_header("checkpoint", iteration=iteration, chain=job.chain_index,
-                       fingerprint=job.fingerprint, trace=trace, marginals=marginals.to_json(),
+                       fingerprint=job.fingerprint, run=job.run or {}, trace=trace, marginals=marginals.to_json(),
                        sampler=job.sampler.to_dict(), training=asdict(job.training))
     write_npz_atomic(path, arrays, meta)
 

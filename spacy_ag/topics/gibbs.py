@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..core.topic_gibbs import (
 )
 from ..core.variational import rank_by_counts, refresh_weights
 from ..errors import Errors, ModelFileError
-from ..serialize import meta_header, read_npz, write_npz_atomic
+from ..serialize import check_run, meta_header, read_npz, write_npz_atomic
 from ..settings import SamplerSettings
 
 #: Fixed-point iterations of alpha each time it is refitted.
@@ -110,15 +110,16 @@ CHECKPOINT_KIND = "topic_gibbs_checkpoint"
 def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: int, sample_b: bool = True,
               callback: Optional[Callable[[Dict], None]] = None, checkpoint: Optional[Path] = None,
               checkpoint_every: int = 0, resume: bool = False, *, history_every: int = 0,
-              history: Optional[List[Dict]] = None, history_size: int = 20) -> GibbsSample:
+              history: Optional[List[Dict]] = None, history_size: int = 20,
+              run: Optional[Mapping[str, Any]] = None) -> GibbsSample:
     """`sweeps` sweeps from a random start; after each, the tables (and the shared lexicon's, when
     WORD is adapted) are redrawn, with `sample_b` the concentrations b of every topic and of the
     lexicon given them, then the base; every `alpha_every` sweeps (0: never) alpha is
     refitted. `callback` gets a trace line per sweep. Every `history_every` sweeps before the last
     (0: never), every topic's `history_size` top words are appended to `history` (`top_words_of`).
     Every `checkpoint_every` sweeps the sampler's state (and the history so far) is written to
-    `checkpoint`; with `resume`, the run continues from that file and ends exactly as an
-    uninterrupted run would."""
+    `checkpoint`, stamped with `run` (``section.key`` -> value); with `resume`, the run continues
+    from that file, if it has the same `run`, and ends exactly as an uninterrupted run would."""
     learner = model.learner
     R, S = learner.R, learner.state
     K, W, D = model.n_topics, len(corpus.types), len(corpus.doc_length)
@@ -127,7 +128,7 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
     history = [] if history is None else history
     if resume:
         done, z, alpha, word_tables, shared, rng, b, lexicon_b, recorded = read_checkpoint(checkpoint, corpus, K,
-                                                                                            seed)
+                                                                                            seed, run)
         history[:] = recorded
     else:
         done, rng = 0, make_rng(_mix(seed, 0x6177))
@@ -181,7 +182,8 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
             history.append({"sweep": sweep, "documents_seen": D,
                             "topics": top_words_of(corpus, nwk, nk, b, base, history_size)})
         if checkpoint is not None and checkpoint_every and sweep % checkpoint_every == 0 and sweep < sweeps:
-            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng, b, lexicon_b, history)
+            write_checkpoint(checkpoint, sweep, seed, z, alpha, word_tables, shared, rng, b, lexicon_b, history,
+                             run)
     return GibbsSample(z, ndk, nwk, nk, alpha, base, word_tables, topic_tables, shared, b, lexicon_b)
 
 
@@ -201,18 +203,19 @@ def top_words_of(corpus: GibbsCorpus, nwk, nk, b, base, n: int) -> List[List]:
 
 
 def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, shared, rng, b, lexicon_b,
-                     history: Sequence[Dict] = ()) -> None:
+                     history: Sequence[Dict] = (), run: Optional[Mapping[str, Any]] = None) -> None:
     """The sampler's state after `sweep` sweeps, atomically: the counts follow from z, the base from
     the tables; the rankings recorded so far go into the header."""
     arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng,
               "b": b, "lexicon_b": np.array([lexicon_b])}
     write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z),
-                                                     history=list(history)))
+                                                     history=list(history), run=dict(run or {})))
 
 
-def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
+def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int,
+                    run: Optional[Mapping[str, Any]] = None):
     """(sweep, z, alpha, word_tables, lexicon_tables, rng, b, lexicon b, history) of a checkpoint of
-    this corpus and seed."""
+    this corpus, seed and `run` (`check_run`)."""
     arrays, meta = read_npz(Path(path), CHECKPOINT_KIND)
     z = arrays.get("z")
     missing = any(k not in arrays for k in ("alpha", "word_tables", "lexicon_tables", "rng", "b", "lexicon_b"))
@@ -220,6 +223,7 @@ def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int):
             or len(arrays["b"]) != n_topics or len(arrays["alpha"]) != n_topics or len(z) and
             (int(z.min()) < 0 or int(z.max()) >= n_topics)):
         raise ModelFileError(Errors.E073.format(path=path))
+    check_run(path, meta.get("run"), run)
     try:  # JSON gives the (word, probability) pairs back as lists
         history = [{**snap, "topics": [[(str(w), float(p)) for w, p in topic] for topic in snap["topics"]]}
                    for snap in meta.get("history", [])]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ..settings import (
     normalized, topic_online_settings,
 )
 from ..archive import reproducible
-from ..serialize import state_from_arrays
+from ..serialize import check_run, flat_settings, state_from_arrays
 from ..text_units import LEGACY_UNITS, check_units, is_hard_boundary, text_units
 from .grammar import topic_grammar
 from .spelling import SpelledTypes
@@ -247,10 +247,12 @@ class TopicModel:
 
     def fit_gibbs(self, docs: Sequence[Sequence[str]], *, seed: int = 0, callback: Optional[Report] = None,
                   checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0,
-                  resume: bool = False) -> "TopicModel":
+                  resume: bool = False, run: Optional[Mapping[str, Any]] = None) -> "TopicModel":
         """`sweeps` collapsed Gibbs sweeps over an in-memory corpus (`spacy_ag.topics.gibbs`); the last
         sample becomes the model. Every `checkpoint_every` sweeps the sampler's state goes to
-        `checkpoint`, and `resume` continues from there to the same result."""
+        `checkpoint`, and `resume` continues from there to the same result. The checkpoint records
+        `run` (``section.key`` -> value; default: the model's settings and the seed) and continues
+        only a run that gives the same (`spacy_ag.serialize.check_run`)."""
         from .gibbs import gibbs_corpus, load_sample, run_gibbs
 
         docs = [list(d) for d in docs]
@@ -263,7 +265,7 @@ class TopicModel:
         history: List[Dict] = []
         sample = run_gibbs(self, corpus, self.sweeps, seed, self.alpha_every, self.sample_b, callback, checkpoint,
                            checkpoint_every, resume, history_every=self.history_every, history=history,
-                           history_size=self.history_size)
+                           history_size=self.history_size, run=self._checkpoint_run(run, seed))
         load_sample(self, corpus, sample)
         self.trace.append({"sweeps": self.sweeps, "documents_seen": len(docs), **self.learner.summary()})
         self.history = history + [{"sweep": self.sweeps, "documents_seen": len(docs),
@@ -465,6 +467,34 @@ class TopicModel:
         self._require()
         return (self.ARCHIVE_KIND, self.grammar_text(), model_arrays(self.learner.state, self.learner.V),
                 self._meta())
+
+    def _checkpoint_run(self, run: Optional[Mapping[str, Any]], seed: int) -> Dict[str, Any]:
+        """`run` if given, else the settings that decide what training computes from the documents
+        (sweeps and passes left out: a run may be continued further) and the seed."""
+        if run is not None:
+            return dict(run)
+        settings = {k: v for k, v in self._meta().items()
+                    if k not in ("sweeps", "history", "history_every", "history_size", "progress", "trace_tail")}
+        return flat_settings({"topics": settings, "training": {"seed": seed}},
+                             leave_out=frozenset({"topics.online"}))
+
+    def save_checkpoint(self, path: PathLike, run: Mapping[str, Any]) -> None:
+        """`save`, the archive's header also recording `run` (``section.key`` -> value), which
+        `load_checkpoint` requires."""
+        from ..archive import write_archive
+
+        kind, grammar_text, arrays, meta = self._archive_parts()
+        write_archive(path, kind, grammar_text, arrays, {**meta, "run": dict(run)})
+
+    @classmethod
+    def load_checkpoint(cls, path: PathLike, run: Mapping[str, Any]) -> "TopicModel":
+        """The model `save_checkpoint` wrote to `path`, if it recorded the same `run`: a checkpoint
+        left by another run (another seed, setting or corpus) is refused (`check_run`)."""
+        from ..archive import read_archive
+
+        archive = read_archive(path, cls.ARCHIVE_KIND)
+        check_run(path, archive.header.get("run"), run)
+        return cls._from_archive(archive, str(path))
 
     def save(self, path: PathLike) -> None:
         """Write the model archive (`spacy_ag.archive`): the generated grammar, the state and a header."""

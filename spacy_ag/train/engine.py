@@ -24,7 +24,7 @@ from ..errors import Errors, TrainingLayerError
 from .lock import interrupted, output_lock, stopped
 from .progress import TraceLog, good, info, warn
 from .inputs import check_gold_words, require_file
-from .resume import check_resume, record_run, run_fingerprint
+from .resume import check_resume, cut_trace, run_fingerprint, start_run
 
 PROG = "spacy-ag"
 #: Lines segmented per call when a streamed run writes its segmentation (memory stays that of one batch).
@@ -188,8 +188,10 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
 
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
         _write_config(cfg, out)
-        if not resume:
-            record_run(checkpoints, fingerprint)
+        if resume:
+            _trace_until_checkpoints(out / "trace.jsonl", checkpoints, pattern, fingerprint)
+        else:
+            start_run(checkpoints, fingerprint)
         adapted = ", ".join(f"{s} (a={ad.a:g}, b={ad.b:g})" for s, ad in model.grammar.adaptors.items())
         info(f"Grammar {cfg.grammar_path}: start {model.grammar.start}, adapted {adapted or 'none'}")
         info(f"Corpus {cfg.train_path}: {len(corpus.pieces)} lines, {len(corpus)} sentences, "
@@ -218,7 +220,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
                 model.fit(corpus, iterations=t.iterations, chains=t.chains, seed=t.seed, burn_in=t.burn_in,
                           sample_every=t.sample_every, callback=log, checkpoint_dir=checkpoints,
                           checkpoint_every=t.checkpoint_every, resume=resume, workers=t.workers,
-                          backend=t.backend, ray_address=t.ray_address,
+                          backend=t.backend, ray_address=t.ray_address, run=fingerprint,
                           gold=gold, eval_every=t.eval_every if gold is not None else 0,
                           **({"eval_at": t.eval_at} if getattr(t, "eval_at", ()) and gold is not None else {}))
         except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`, `spacy_ag.training`)
@@ -346,8 +348,10 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint
 
     with output_lock(out):
         _write_config(cfg, out)
-        if not resume:
-            record_run(checkpoints, fingerprint)
+        if resume:
+            _trace_until_checkpoints(out / "trace.jsonl", checkpoints, "online.npz", fingerprint)
+        else:
+            start_run(checkpoints, fingerprint)
         alphabet, lines = set(), 0  # one streaming pass: the terminals of [:corpus:] and D
         for text in texts():
             alphabet.update(model._terminals(text))
@@ -357,8 +361,6 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint
         info(f"online, streaming {cfg.train_path}: {o.passes} pass{'es' if o.passes > 1 else ''} over about {D} "
              f"lines, minibatches of {o.batch_size}, seed {t.seed}"
              + (f", resuming from {checkpoints}" if resume else "") + f"; output {out}")
-        if resume:
-            _trace_until_checkpoint(out / "trace.jsonl", checkpoints / "online.npz")
         log = TraceLog(out / "trace.jsonl", o.passes * -(-D // o.batch_size), 1, append=resume,
                        interactive=sys.stderr.isatty() if interactive is None else interactive)
         started = time.time()
@@ -367,7 +369,7 @@ def _train_stream(cfg: TrainingConfig, out: Path, config_path: Path, fingerprint
                 model.fit_stream(texts, passes=o.passes, corpus_size=D, seed=t.seed, callback=log,
                                  shuffle_buffer=cfg.shuffle_buffer, checkpoint_dir=checkpoints,
                                  checkpoint_every=t.checkpoint_every, resume=resume, backend=t.backend,
-                                 ray_address=t.ray_address, workers=t.workers,
+                                 ray_address=t.ray_address, workers=t.workers, run=fingerprint,
                                  fingerprint=hashlib.sha256(json.dumps(fingerprint, sort_keys=True)
                                                             .encode("utf8")).hexdigest())
         except KeyboardInterrupt as err:
@@ -397,23 +399,22 @@ def segment_lines(model, texts: Iterable[str]) -> Iterator[List[str]]:
         yield from model.segment(batch)
 
 
-def _trace_until_checkpoint(trace: Path, checkpoint: Path) -> None:
-    """Drop from trace.jsonl the lines of minibatches after the checkpoint a run resumes from: the
-    resumed run writes them again, so the file reads as that of an uninterrupted run."""
-    from ..archive import atomic_writer
-    from ..serialize import read_npz
+def _trace_until_checkpoints(trace: Path, checkpoints: Path, pattern: str, fingerprint: Dict[str, Any]) -> None:
+    """Drop from trace.jsonl the lines after the checkpoints a run resumes from (per chain: its
+    iteration; variational: its minibatch), once every checkpoint is known to be this run's
+    (E180): the resumed run writes those lines again, so the file reads as that of an
+    uninterrupted run."""
+    from ..serialize import check_run, read_npz
 
-    if not trace.exists() or not checkpoint.exists():
-        return
-    done = int(read_npz(checkpoint, "checkpoint")[1]["progress"]["minibatches"])
-    with open(trace, encoding="utf8") as lines, atomic_writer(trace, text=True) as kept:
-        for line in lines:
-            try:
-                minibatch = json.loads(line).get("minibatch", 0)
-            except ValueError:  # a line cut by a kill
-                continue
-            if minibatch <= done:
-                kept.write(line)
+    reached, key = {}, "iteration"
+    for path in sorted(checkpoints.glob(pattern)):
+        meta = read_npz(path, "checkpoint")[1]
+        check_run(path, meta.get("run"), fingerprint)
+        if meta.get("mode") == "variational":
+            key, reached[0] = "minibatch", int(meta["progress"]["minibatches"])
+        else:
+            reached[int(meta["chain"])] = int(meta["iteration"])
+    cut_trace(trace, key, reached)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -436,7 +437,7 @@ def engine_fingerprint(cfg: TrainingConfig) -> Dict[str, Any]:
     sections["corpus"] = {"gold": cfg.corpus_gold}
     if cfg.corpus_format != "text":  # runs of plain text keep the fingerprint they had before formats existed
         sections["corpus"]["format"] = cfg.corpus_format
-    if cfg.inference == "mcmc":
+    if cfg.inference == "mcmc" and cfg.sampler.init != "online":  # else the online pass starts the chains
         sections.pop("online", None)
     else:
         sections.pop("sampler", None)

@@ -12,7 +12,8 @@ Every `training.checkpoint_every` minibatches, and on Ctrl-C, the model is
 written to OUTPUT/checkpoints/topics (a model archive). Its minibatch count
 says where the run stands (pass and position), since every pass's order and
 every document's random stream derive from the seed, so ``--resume``
-continues to exactly the model of an uninterrupted run.
+continues to exactly the model of an uninterrupted run. Both checkpoints record
+the run's fingerprint and continue only that run (`resume`).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from .engine import write_text_atomic
 from .lock import interrupted, output_lock, stopped
 from .progress import TraceLog, good, info
 from .inputs import require_file
-from .resume import check_resume, record_run, run_fingerprint
+from .resume import check_resume, cut_trace, run_fingerprint, start_run
 
 __all__ = ["TopicTrainingResult", "format_topics", "train_topics"]
 
@@ -93,8 +94,9 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
         write_text_atomic(out / "config.cfg", v["config"].to_str())
         if not resume:
-            record_run(checkpoints, fingerprint)
-        model = train_with(t, v["online"], train, held, corpus, run, checkpoints, resume, config_path, out)
+            start_run(checkpoints, fingerprint)
+        model = train_with(t, v["online"], train, held, corpus, run, checkpoints, resume, config_path, out,
+                           fingerprint)
         model.save(out / "model")
         if held:  # the default reference corpus of `spacy-ag evaluate-topics OUTPUT/model`
             write_text_atomic(out / "heldout.txt", "".join(" ".join(d) + "\n" for d in held))
@@ -119,15 +121,16 @@ def _new_model(t, online):
                       sample_b=t.sample_b, word_adapted=t.word_adapted, history_every=t.history_every)
 
 
-def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out):
+def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out, fingerprint):
     """Online passes, a checkpoint every `checkpoint_every` minibatches."""
     from ..topics import TopicModel
 
     B = online.batch_size
     per_pass = -(-len(train) // B)
     if resume:
-        model = TopicModel.load(checkpoints / CHECKPOINT)
+        model = TopicModel.load_checkpoint(checkpoints / CHECKPOINT, fingerprint)
         done = model.learner.minibatches
+        cut_trace(out / "trace.jsonl", "minibatch", {0: done})
     else:
         model = _new_model(t, online)
         model.prepare(model.alphabet(train), sum(len(d) for d in train))
@@ -137,24 +140,32 @@ def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool
          + (f", resuming after minibatch {done}" if resume else ""))
     with TraceLog(out / "trace.jsonl", t.passes * per_pass, 1, append=resume, interactive=False) as log:
         try:
-            _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log)
+            _passes(model, train, t.passes, run.seed, done, run.checkpoint_every, checkpoints / CHECKPOINT, log,
+                    fingerprint)
         except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`)
-            model.save(checkpoints / CHECKPOINT)
+            model.save_checkpoint(checkpoints / CHECKPOINT, fingerprint)
             raise stopped(f"{interrupted(err)} after minibatch {model.learner.minibatches}; the checkpoint is in "
                           f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} "
                           "--resume", err) from None
     return model
 
 
-def _gibbs(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out):
+def _gibbs(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out, fingerprint):
     """Collapsed Gibbs sweeps, a checkpoint every `checkpoint_every` sweeps."""
+    from ..serialize import check_run, read_npz
+    from ..topics.gibbs import CHECKPOINT_KIND
+
+    if resume:  # this run's checkpoint (E180), then the trace of its sweeps only
+        meta = read_npz(checkpoints / GIBBS_CHECKPOINT, CHECKPOINT_KIND)[1]
+        check_run(checkpoints / GIBBS_CHECKPOINT, meta.get("run"), fingerprint)
+        cut_trace(out / "trace.jsonl", "iteration", {0: int(meta["sweep"])})
     model = _new_model(t, online)
     info(f"{len(train)} training and {len(held)} held-out documents from {corpus}; {t.n_topics} topics, "
          f"{t.sweeps} Gibbs sweeps" + (", resuming from the last checkpoint" if resume else ""))
     with TraceLog(out / "trace.jsonl", t.sweeps, 1, append=resume, interactive=False) as log:
         try:
             model.fit_gibbs(train, seed=run.seed, callback=log, checkpoint=checkpoints / GIBBS_CHECKPOINT,
-                            checkpoint_every=run.checkpoint_every, resume=resume)
+                            checkpoint_every=run.checkpoint_every, resume=resume, run=fingerprint)
         except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`)
             raise stopped(f"{interrupted(err)}; the last checkpoint (every {run.checkpoint_every} sweeps) is in "
                           f"{checkpoints}; continue with: spacy-ag train {config_path} --output {out} --resume",
@@ -163,7 +174,7 @@ def _gibbs(t, online, train, held, corpus, run, checkpoints: Path, resume: bool,
 
 
 def _passes(model, train, passes: int, seed: int, done: int, checkpoint_every: int, checkpoint: Path,
-            log) -> None:
+            log, fingerprint) -> None:
     """The passes of `TopicModel.fit`, from minibatch `done` on, checkpointing on the way."""
     B = model.online.batch_size
     per_pass = -(-len(train) // B)
@@ -174,4 +185,4 @@ def _passes(model, train, passes: int, seed: int, done: int, checkpoint_every: i
         for batch in model.minibatches(docs):
             model.step(batch, seed=seed + p, corpus_size=len(train), callback=log)
             if checkpoint_every and model.learner.minibatches % checkpoint_every == 0:
-                model.save(checkpoint)
+                model.save_checkpoint(checkpoint, fingerprint)
