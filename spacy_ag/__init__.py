@@ -7,7 +7,7 @@ them takes a second to load.
 """
 from typing import Any
 
-__version__ = "0.1.0"
+from .about import __version__
 __all__ = ["AdaptorGrammar", "TopicModel", "__version__"]
 
 

@@ -103,7 +103,7 @@ def zip_bytes(members: Mapping[str, bytes]) -> bytes:
 
 def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
              ) -> Dict[str, bytes]:
-    from . import __version__
+    from .about import __version__
 
     header = {
         "format_version": FORMAT_VERSION,

@@ -58,7 +58,7 @@ def read_npz(path: Path, kind: str) -> Tuple[Dict[str, np.ndarray], Dict[str, An
 
 
 def meta_header(kind: str, **fields) -> Dict[str, Any]:
-    from . import __version__
+    from .about import __version__
 
     return {"kind": kind, "format_version": FORMAT_VERSION, "spacy_ag_version": __version__, **fields}
 

@@ -74,7 +74,7 @@ class ModelSerializer:
         self.model = model
 
     def _cfg_out(self) -> Dict[str, Any]:
-        from .. import __version__
+        from ..about import __version__
 
         return {"kind": self.kind, "cfg_version": CFG_VERSION, "spacy_ag_version": __version__,
                 "fitted": self.model is not None, **self.cfg}
