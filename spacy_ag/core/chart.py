@@ -10,8 +10,40 @@ span's string) are looked up through the yield trie.
 Charts are banded (docs/algorithms.md 3.5, `compiled` on spans): chart[i, d]
 is the span (i, i + d) for d <= width, and chart[i, width + 1] the span
 (i, n) when that is longer, the only long spans a banded grammar can cover.
-A full chart is the case width = n. Shapes: chart (n + 1, width + 2, n_sym),
-scale and ynode (n + 1, width + 2).
+A full chart is the case width = n.
+
+The chart arrays: `new_chart(G, n_max)` makes them for texts of up to n_max
+terminals, and a text of n <= n_max uses the rows 0..n; width = chart_width(G,
+n_max), the band, or n_max for a full chart; n_sym chart symbols.
+
+    field   shape                          dtype    meaning
+    chart   (n_max + 1, width + 2, n_sym)  float64  inside weights: chart[i, d, X] of symbol X over the span from i
+                                                    of length d <= width, chart[i, width + 1, X] over the suffix
+                                                    from i when longer; the weight is the entry times exp(scale) of
+                                                    its cell, 0 when X does not derive the span
+    scale   (n_max + 1, width + 2)         float64  log scale of each cell, a whole multiple of ln 2; -inf: nothing
+                                                    derives the span
+    ynode   (n_max + 1, width + 2)         int32    trie node of the span's string (`span_yields`; `sample_tree`
+                                                    adds the ones it creates), -1 if no table ever had that yield;
+                                                    always -1 in the column width + 1
+    vchart  (n_max + 1, width + 2, n_sym)  float64  the Viterbi chart (`new_viterbi_chart`, `viterbi_chart`): the
+                                                    best log weight of each item, -inf for none; no scale
+
+Tree records (`sample_records`): a tree drawn without touching the state (the
+variational E-step, re-derivation), as rows of rec, REC_WIDTH = 6 columns, in
+preorder (a node, then its children's subtrees left to right; a REC_NEW record is
+followed by its label, a REC_RULE record of the same span). A sentence's trees
+follow each other; `materialize` builds them into pool nodes.
+
+    field      shape       dtype  meaning
+    rec[:, 0]  (records,)  int32  kind: REC_TERM 0, REC_RULE 1, REC_CACHED 2 (a reused table), REC_NEW 3 (an adapted
+                                  node expanded from the base)
+    rec[:, 1]  (records,)  int32  the node's nonterminal (a user symbol); -1 for REC_TERM
+    rec[:, 2]  (records,)  int32  REC_TERM: terminal id; REC_RULE: rule id; REC_CACHED: table id; REC_NEW: -1
+    rec[:, 3]  (records,)  int32  number of children: REC_RULE the rule's children (terminals included), REC_NEW 1
+                                  (its label), else 0
+    rec[:, 4]  (records,)  int32  start of the node's span (a terminal position in the sentence)
+    rec[:, 5]  (records,)  int32  end of the span (exclusive)
 """
 import math
 

@@ -13,6 +13,30 @@ gives the chart its cache options. Per entry:
 
 Entries are never duplicated: a new subtree equal to an entry (same adaptor,
 yield and derivation) is that entry.
+
+The arrays of `Variational` (allocated by `new_variational`; `fit_capacity` lengthens
+the per-table ones with the state's table pool). T: the capacity of the state's table
+pool (the per-table arrays are indexed by table id k, as `State.tab_*`); R rules, A
+adaptors of the compiled grammar. Counts here are weighted (1 / samples per drawn tree)
+and decayed, hence floats.
+
+    field     shape  dtype    meaning
+    ft        (T,)   float64  count: the entry's decayed sentence count f~ (Eq. 9), the uses of entry k by the
+                              corpus's sentences at corpus scale; 0 for a table that is no entry
+    lw        (T,)   float64  E_q[log pi_k], the entry's log cache weight in G' (Eq. 7); -inf for a table that is no
+                              entry, and for a new entry until the next `refresh_weights`
+    rank      (T,)   int64    stick position key: the entries of one adaptor are in stick order by rising rank
+                              (handed out from counters[NEXT_RANK])
+    f_batch   (T,)   float64  count: this minibatch's f and h counts of the entry, weighted; zeroed by `decay`
+    alpha     (R,)   float64  Dirichlet pseudo-count of the rule (the grammar's weight, then Newton steps, 4.8)
+    gt        (R,)   float64  count: the rule's decayed count g~ (Eq. 10)
+    g_batch   (R,)   float64  count: this minibatch's uses of the rule, weighted; zeroed by `decay`
+    gamma     (R,)   float64  Dirichlet parameter of q(theta) (Eq. 11): alpha + corr * gt + State.f
+    lrho      (R,)   float64  log weight of the rule in G': E_q[log theta_r], plus E_q[log rho_c] when its parent is
+                              adapted (Eqs. 6-8)
+    rho       (R,)   float64  exp(lrho): the rule weights the inside pass takes
+    elog_rho  (A,)   float64  E_q[log rho_c]: the log mass of drawing from the adaptor's base
+    counters  (4,)   int64    slot NEXT_RANK (0): the next rank to hand out; slots 1-3 are unused
 """
 from collections import namedtuple
 

@@ -29,7 +29,26 @@ def need_nodes(n, max_unary):
 
 
 class Workspace:
-    """Scratch arrays sized for the longest sentence, reused across kernels."""
+    """Scratch arrays sized for the longest sentence, reused across kernels.
+
+    The MCMC kernels (`sweep`, `initialize`, `resample_labels`) take these arrays; a
+    kernel reads only the part a sentence of n <= max_len terminals needs. R rules and
+    n_sym chart symbols of the compiled grammar; W = chart_width(G, max_len) (the band,
+    or max_len for a full chart); M = need_nodes(max_len, max_unary_chain) + 8.
+
+        field    shape                        dtype    meaning
+        max_len  scalar                       int      the longest sentence, in terminals
+        rho      (R,)                         float64  theta' of every rule under the current state (`fill_rho`),
+                                                       tempered: the rule weights of the inside pass
+        chart    (max_len + 1, W + 2, n_sym)  float64  the inside chart (see chart.py)
+        scale    (max_len + 1, W + 2)         float64  the chart's log scales (see chart.py)
+        ynode    (max_len + 1, W + 2)         int32    trie node of each span's string (see chart.py)
+        tasks    (M, 4)                       int32    `sample_tree`'s stack of items to expand: (pool node, symbol,
+                                                       start, end)
+        buf      (max_len + 3, 3)             int32    the children of one chosen chart rule, rightmost first:
+                                                       (symbol, start, end), symbol -1 - t for terminal t
+        terms    (max_len + 1,)               int32    the terminal ids of one table's yield (label resampling)
+    """
 
     def __init__(self, compiled, max_len):
         G = compiled.arrays

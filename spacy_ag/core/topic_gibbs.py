@@ -19,9 +19,32 @@ The document prior alpha is asymmetric and fitted by Minka's fixed point
 (Wallach, Mimno & McCallum 2009: an asymmetric alpha is what makes LDA's
 topics robust).
 
-Arrays: word (N,) word-type id of every token, doc (N,) its document, z (N,)
-its topic; ndk (D, K), nwk (W, K) and nk (K,) the counts; base (W,) G0 of
-every word type. Random state: a xoshiro256** array (`rng.make_rng`).
+The arrays (allocated by `spacy_ag.topics.gibbs`: `gibbs_corpus` packs the corpus,
+`run_gibbs` the sampler's state): N tokens, D documents, W word types, K topics, and
+the spellings of the types, P characters in all. Counts of tables are drawn and summed
+as floats.
+
+    field           shape     dtype    meaning
+    word            (N,)      int32    word-type id of each token, 0..W-1
+    doc             (N,)      int32    document of each token, 0..D-1
+    doc_length      (D,)      int64    count: tokens of each document
+    z               (N,)      int32    topic of each token, 0..K-1
+    ndk             (D, K)    int32    count: tokens of document d with topic k (n_dk)
+    nwk             (W, K)    int32    count: tokens of word type w with topic k (n_kw)
+    nk              (K,)      int64    count: tokens with topic k (n_k)
+    alpha           (K,)      float64  the asymmetric Dirichlet prior of the documents' topic proportions
+    b               (K,)      float64  concentration b_k of each topic's Dirichlet process
+    base            (W,)      float64  G0(w) of each word type: its spelling's probability under the base rules, or
+                                       with an adapted WORD the shared lexicon's predictive
+    spelled         (W,)      float64  the spelling's probability under the base rules alone (`base_probabilities`)
+    word_tables     (W,)      float64  count: the topics' tables of word type w, summed over the topics
+                                       (`table_counts`)
+    topic_tables    (K,)      float64  count: the tables of topic k
+    lexicon_tables  (W,)      float64  count: the shared lexicon's tables of word type w (with an adapted WORD;
+                                       `lexicon_tables`)
+    spell           (P,)      int32    the terminal ids of every type's spelling, concatenated
+    spell_ptr       (W + 1,)  int64    type w is spelled spell[spell_ptr[w]:spell_ptr[w+1]]
+    rng             (4,)      uint64   xoshiro256** state of the sampler's random stream (`rng.make_rng`)
 """
 import math
 

@@ -14,6 +14,26 @@ fixed-point iterations per document, with the grammatons fixed, give each
 token's topic distribution; S trees are then drawn per token and counted into
 f, g and h exactly like the general E-step (4.5), so the grammatons, updates,
 pruning and hyperparameter steps are shared with word segmentation.
+
+The arrays of `TopicRules` (built by `spacy_ag.topics.model.topic_rules` from the
+compiled topic grammar): the rule, nonterminal and adaptor ids the topic kernels
+use, all int64. K topics, A adaptors (the K topics, and WORD when it is adapted),
+n_term terminals (characters). Rule ids index `GrammarArrays.rule_*` and the
+per-rule arrays of `Variational`; fields of shape (1,) hold one id.
+
+    field          shape      dtype  meaning
+    doc_topic      (K,)       int64  rule DOC -> TOPIC_i of topic i
+    topic_word     (K,)       int64  rule TOPIC_i -> WORD of topic i
+    topic_nt       (K,)       int64  nonterminal id of TOPIC_i
+    topic_adaptor  (K,)       int64  adaptor index of TOPIC_i
+    adaptor_topic  (A,)       int64  topic of each adaptor index; -1 for WORD (the shared lexicon)
+    sent_doc       (1,)       int64  rule SENT -> DOC
+    word_chars     (1,)       int64  rule WORD -> CHARS
+    chars_more     (1,)       int64  rule CHARS -> CHAR CHARS
+    chars_last     (1,)       int64  rule CHARS -> CHAR
+    char_rule      (n_term,)  int64  rule CHAR -> t of each terminal t; -1 for a terminal without one
+    nts            (3,)       int64  nonterminal ids of WORD, CHARS and CHAR
+    word_adaptor   (1,)       int64  adaptor index of WORD, the shared lexicon; -1 when WORD is not adapted
 """
 from collections import namedtuple
 

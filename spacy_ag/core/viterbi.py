@@ -5,6 +5,22 @@ cached table (whose label is then read from the pool) or build an adapted
 node from the base rules, exactly as G' allows. The chart is in log space,
 so length never underflows. Results come back as a flat preorder list of
 items; a segmentation can be read off inside compiled code for speed.
+
+The item arrays of `viterbi_items` (a node of the best tree per row of items,
+in preorder; tasks is its stack of items to expand). Callers size both
+8 n (n_sym + 2) + 8 rows for a text of n terminals (`segment_batch`,
+`AdaptorGrammar.parse`); -1 stands for none.
+
+    field          shape      dtype  meaning
+    items[:, 0]    (rows,)    int64  kind: ITEM_TERM 0, ITEM_RULE 1, ITEM_TABLE 2 (a reused table, whose label is
+                                     the subtree)
+    items[:, 1]    (rows,)    int64  the item's chart symbol: a user nonterminal, a pseudo symbol for the terminal
+                                     item it becomes, or -1 for the terminal under a lexical rule
+    items[:, 2]    (rows,)    int64  ITEM_RULE: rule id; ITEM_TABLE: table id; ITEM_TERM: terminal id
+    items[:, 3]    (rows,)    int64  start of the span (a terminal position in the text)
+    items[:, 4]    (rows,)    int64  end of the span (exclusive)
+    items[:, 5]    (rows,)    int64  the parent item's row; -1 for the root
+    tasks[:, 0:4]  (rows, 4)  int64  items still to expand: (symbol, start, end, parent row)
 """
 import math
 
