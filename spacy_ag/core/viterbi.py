@@ -45,7 +45,9 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
     return the best log weight of the start symbol.
 
     lrho[r] and ltab[k] are the log weights of rule r and of reusing table k in G'.
-    """
+
+    Shapes: words (at least n,) int32; lrho (R,) float64; ltab (T,) float64, -inf for a table that is not open;
+    vchart (n_max + 1, width + 2, n_sym) float64 and ynode (n_max + 1, width + 2) int32 (`new_viterbi_chart`)."""
     n_bin = G.bin_parent.shape[0]
     sym_span, sym_suffix = G.sym_span, G.sym_suffix
     width = vchart.shape[1] - 2
@@ -109,7 +111,9 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
 
 @kernel(cache=True)
 def _best_option(G, S, words, n, lrho, ltab, vchart, ynode, X, i, j):
-    """Re-find the option that gave the best weight of (X, i, j): (kind, index, split)."""
+    """Re-find the option that gave the best weight of (X, i, j): (kind, index, split).
+
+    Shapes: as `viterbi_chart`, vchart filled by it."""
     width = vchart.shape[1] - 2
     c = column(i, j, width)
     target = vchart[i, c, X]
@@ -149,7 +153,8 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
 
     Returns the number of items (preorder), or -1 if there is no parse.
     Intermediate and pseudo symbols are flattened away.
-    """
+
+    Shapes: as `viterbi_chart`; items (rows, 6) int64 and tasks (rows, 4) int64 (the module docstring)."""
     width = vchart.shape[1] - 2
     if vchart[0, column(0, n, width), G.start] == NEG_INF:
         return -1
@@ -215,6 +220,9 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
 
 @kernel(cache=True, inline="always")
 def _push(tasks, n_tasks, sym, i, j, parent):
+    """Push the item (sym, i, j) with its parent item on `viterbi_items`' stack; returns the new height.
+
+    Shapes: tasks (rows, 4) int64."""
     tasks[n_tasks, 0] = sym
     tasks[n_tasks, 1] = i
     tasks[n_tasks, 2] = j
@@ -224,7 +232,9 @@ def _push(tasks, n_tasks, sym, i, j, parent):
 
 @kernel(cache=True)
 def log_rho(G, S, lrho, collapsed):
-    """log theta' of every rule under the full trained state."""
+    """log theta' of every rule under the full trained state.
+
+    Shapes: lrho (R,) float64, written."""
     for r in range(lrho.shape[0]):
         lw = math.log(theta_hat(G, S, r, collapsed))
         ad = G.sym_adaptor[G.rule_parent[r]]
@@ -235,7 +245,9 @@ def log_rho(G, S, lrho, collapsed):
 
 @kernel(cache=True)
 def log_table_weights(S, ltab):
-    """log omega of every open table of an MCMC state (the cache weights of its G')."""
+    """log omega of every open table of an MCMC state (the cache weights of its G').
+
+    Shapes: ltab (T,) float64, written; -inf for a table that is not OPEN."""
     for k in range(ltab.shape[0]):
         ltab[k] = math.log(table_weight(S, k)) if S.tab_state[k] == OPEN else -np.inf
 
@@ -246,7 +258,11 @@ def segment_batch(G, S, words, ptr, lrho, ltab, seg_mask, marks, scores):
 
     marks gets one slot per terminal plus one per text (as corpus_marks);
     scores[d] is the best log weight of text d (-inf: no parse, marks left 0).
-    """
+
+    Shapes: words (n_terminals,) int32; ptr (n_texts + 1,) int64, text d is words[ptr[d]:ptr[d+1]]; lrho (R,)
+    float64 (`log_rho`); ltab (T,) float64 (`log_table_weights`); seg_mask (n_sym,) uint8
+    (`CompiledGrammar.symbol_mask`); marks (n_terminals + n_texts,) uint8, written where 1; scores (n_texts,)
+    float64, written."""
     G, S = borrowed((G, S))
     max_n = 1
     for d in range(ptr.shape[0] - 1):
