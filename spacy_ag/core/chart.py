@@ -127,8 +127,8 @@ def column(i, j, width):
 def allowed(sym_span, sym_suffix, X, length, at_end):
     """Whether symbol X may cover a span of this length (at_end: the span ends the text).
 
-    Takes the two arrays, not G: a helper called per cell with the whole grammar tuple
-    made the inside pass ten times slower.
+    Takes the two arrays, not G: a helper called per cell with the whole grammar tuple is
+    slow, since every call passes all of the tuple's arrays (docs/performance.md).
 
     Shapes: sym_span (n_sym,) int64, sym_suffix (n_sym,) int8 (`GrammarArrays`)."""
     return length <= sym_span[X] and (at_end or sym_suffix[X] == 0)
@@ -185,7 +185,8 @@ def log_cache_weight(S, k, inv_temp, tab_lw):
     """Log weight of reusing table k: given in tab_lw (variational), else the tempered PY weight.
 
     The innermost loops of `inside_weighted` and `_choose` spell this out instead of calling
-    it: there, a call taking the state made MCMC sweeps two to three times slower.
+    it: there, a call taking the state would pass all of the state's arrays once per table,
+    which costs more than the weight itself (docs/performance.md).
 
     Shapes: tab_lw (T,) float64 log weights per table, or (0,) for the MCMC weights."""
     if tab_lw.shape[0] > 0:

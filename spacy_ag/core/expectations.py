@@ -57,8 +57,8 @@ def _stick_terms(nu1, nu2, log_pi, log_rest, i):
 #: small argument costs up to twelve times one of a large, and the entries with large counts lead
 #: each stick order, so halves in order would leave one thread most of the work. In the online
 #: learner's `minibatches` kernel each slice goes to a thread on its own (numba's chunk size is 1
-#: there, for the E-step): 64 slices of single sticks cost about 12 us more per minibatch on one
-#: thread and 25 us more on two (hand-offs, and both threads writing to the same cache lines).
+#: there, for the E-step): slices of single sticks would cost more in hand-offs, and both threads
+#: would write to the same cache lines (docs/performance.md).
 STICK_SLICES = 16
 STICK_BLOCK = 8
 

@@ -255,8 +255,9 @@ def with_new_entries(S, V, ordered, ptr, first_rank, joined):
     ranks each after all others). `joined`: the tables they took, in the order they were created
     (`tables_taken_since`). Returns (ordered, ptr), new arrays if any joined.
 
-    Placing 5,000 entries by rank anew took about 25 us of a minibatch of 5 utterances, and a scan
-    of all tables for the new ones 6 us, all of it serial. An entry's rank is below NEXT_RANK when
+    Placing all the entries by rank anew, or scanning all tables for the new ones, is serial work
+    that grows with the grammatons, while a minibatch adds few entries (docs/performance.md).
+    An entry's rank is below NEXT_RANK when
     it is given (and in a model file, `state_checks`), so the older entries rank below first_rank,
     and n_new open tables ranked first_rank or later, in rising rank, are the new entries; if
     `joined` is not that, the order is made anew.

@@ -115,8 +115,8 @@ def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_facto
     """One minibatch of Algorithm 2 in one call (without the refinement): `draw_records` with the
     sentences' seeds `stream_seeds(stream_key, len(batch))`, then `absorb` with weight 1 / samples,
     `decay` and `refresh_weights`. One call instead of four saves their dispatch and the Python
-    between them, a fifth of a minibatch of 5 utterances; the seeds and the log likelihood are
-    made here for the same reason (about 18 us of numpy and dispatch in Python). `ordered`, `ptr`:
+    between them, a large share of a small minibatch's time; the seeds and the log likelihood are
+    made here for the same reason (docs/performance.md). `ordered`, `ptr`:
     the stick order of the entries before (as `entries_of_all_adaptors` gives it).
 
     Returns (pos, `batch_loglik`, the draws as `draw_records` gives them, the stick order after):
@@ -342,8 +342,8 @@ def distinct_trees(rec, rec_ptr, samp_len, status):
     """The draws of a minibatch without each sentence's repeated trees, for `absorb_distinct`:
     (rec, rec_ptr, tree_len, copies), tree_len[b, s] the records of tree s of sentence b (0 for a
     repeat), copies[b, s] how often it was drawn (`copies_of_samples`; 0 for a repeat). Most of
-    the trees drawn for a short sentence are one tree (about three in four on a stream of short
-    utterances), so a Ray worker sends a quarter of the records. Sentences not OK keep none.
+    the trees drawn for a short sentence are one tree, so a Ray worker sends a fraction of the
+    records (docs/performance.md). Sentences not OK keep none.
 
     Shapes: rec (records, REC_WIDTH) int32, rec_ptr (B + 1,) int64, samp_len (B, samples) int64, status (B,)
     int64 (`Draws`); returns rec (kept records, REC_WIDTH) of rec's dtype, rec_ptr (B + 1,) int64, tree_len and
