@@ -58,9 +58,9 @@ def load_pip_tbb() -> bool:
     """Load the TBB library of the `tbb` wheel, so that numba's fork-safe choice can take TBB.
 
     Without TBB, that choice on Linux is the workqueue layer, whose every
-    parallel launch wakes and waits for its threads: about 0.2 ms, more than
-    a whole E-step of five utterances (the Brent collocation pass is 27% slower
-    on it, even on one thread). The wheel puts the library in the environment's
+    parallel launch wakes and waits for its threads, which can cost more than
+    a whole E-step of a small minibatch, even on one thread
+    (docs/performance.md). The wheel puts the library in the environment's
     lib folder, which the dynamic loader does not search, so numba's import of
     its TBB layer fails; loaded here first, by its full path, it is found by
     name. Returns whether it was loaded.
@@ -238,10 +238,10 @@ def compile_one_version_per_kernel(package: str) -> bool:
     numba compiles a kernel anew for every distinct tuple of argument types
     it is called with from another kernel, and it types a constant argument
     as a literal: ``alloc_node(S, TERM, x, -1)`` and ``alloc_node(S, RULE,
-    x, r)`` were two compilations of the same function, and an int32 index
+    x, r)`` would be two compilations of the same function, and an int32 index
     beside an int64 one a third. Compiling is what a first run waits for
-    (docs/benchmarks.md, "First runs"), and most of the duplicates were the largest
-    kernels (the inside pass, the tree draws, absorbing draws). Values are
+    (docs/benchmarks.md, "First runs"), and the largest kernels (the inside
+    pass, the tree draws, absorbing draws) are among those so called. Values are
     unchanged: a literal is its value, and a narrower signed integer fits in
     int64. Only kernels whose module is in `package` are affected. Returns
     whether the hook was installed now.
@@ -396,9 +396,8 @@ class KernelDispatcher(CPUDispatcher):
     numba compiles two wrappers beside every function: one that unboxes
     Python arguments, one that makes it a C function pointer. Our kernels
     take the grammar and the state as tuples of some sixty arrays each, and
-    for such signatures the wrappers are most of the compiling: eleven small
-    functions of one 60-array tuple compile in 11.9 s with them and 2.2 s
-    without (docs/benchmarks.md, "First runs"). Kernels call each other without either
+    for such signatures the wrappers are most of the compiling
+    (docs/performance.md; docs/benchmarks.md, "First runs"). Kernels call each other without either
     wrapper, so a kernel is compiled without them; the few that Python calls
     (the drivers' entry points, the tests) go through `python_entry`, a twin
     of the same function compiled with the CPython wrapper on its first call

@@ -36,6 +36,7 @@ def new_table_weight(S, ad):
 
 @kernel(cache=True)
 def log_new_table(S, ad):
+    """log lambda_A, the log probability of opening a new table of adaptor `ad` (`new_table_weight`)."""
     return math.log(new_table_weight(S, ad))
 
 
@@ -52,7 +53,8 @@ def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
 
     Rules of adapted parents carry lambda_A, except for the adaptor `skip_ad`,
     which table-label resampling treats as unadapted.
-    """
+
+    Shapes: rho (R,) float64, written."""
     n_ad = S.ad_m.shape[0]
     lam = np.empty(n_ad)
     for ad in range(n_ad):
@@ -68,7 +70,9 @@ def fill_rho(G, S, rho, collapsed, skip_ad, inv_temp):
 
 @kernel(cache=True, inline="always")
 def add(G, S, root, collapsed, stack):
-    """Insert an analysis; NEW table nodes open tables, CLOSED ones reopen."""
+    """Insert an analysis; NEW table nodes open tables, CLOSED ones reopen.
+
+    Shapes: stack int32, room for the nodes of the walk (callers give 2 N + 16, or twice a tree's worst case)."""
     lp = 0.0
     stack[0] = root
     top = 1
@@ -115,7 +119,9 @@ def add(G, S, root, collapsed, stack):
 
 @kernel(cache=True, inline="always")
 def remove(G, S, root, collapsed, stack):
-    """Take an analysis out; tables losing their last customer become CLOSED."""
+    """Take an analysis out; tables losing their last customer become CLOSED.
+
+    Shapes: stack int32, as in `add`."""
     lp = 0.0
     stack[0] = root
     top = 1
@@ -157,7 +163,8 @@ def log_r(G, S, root, rho, inv_temp, stack):
 
     A reference to a CLOSED table is scored as a new table, every time it
     occurs (the Join case of 3.8).
-    """
+
+    Shapes: rho (R,) float64, theta' of every rule (`fill_rho`); stack int32, as in `add`."""
     lr = 0.0
     stack[0] = root
     top = 1
@@ -206,7 +213,9 @@ def equal_trees(S, x, y, stack, marked, mode):
 
     `marked` holds the CLOSED tables SAME_ANALYSIS matched (their `tab_mark` is cleared on return);
     the other modes leave it alone.
-    """
+
+    Shapes: stack int32, room for two nodes per node of the trees; marked (T + 1,) int32 for SAME_ANALYSIS, any
+    int32 array (empty) for the other modes."""
     n_marked = 0
     equal = True
     stack[0] = x
@@ -263,7 +272,9 @@ def equal_trees(S, x, y, stack, marked, mode):
 
 @kernel(cache=True, inline="always")
 def free_tree(S, root, stack):
-    """Return the nodes of a discarded analysis, and its CLOSED tables, to the pools."""
+    """Return the nodes of a discarded analysis, and its CLOSED tables, to the pools.
+
+    Shapes: stack int32, as in `add`."""
     stack[0] = root
     top = 1
     while top > 0:

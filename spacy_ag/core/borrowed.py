@@ -3,9 +3,9 @@
 Every numba array carries a pointer to its reference count, and numba updates
 it atomically whenever an array is bound, passed or unpacked from a tuple.
 The kernels pass the grammar and the state as tuples of some sixty arrays, so
-each call of a helper cost about 120 atomic updates; on Brent that was more
-than half of an MCMC sweep. `borrowed` returns the same arrays with a null
-reference-count pointer, which numba skips.
+each call of a helper makes about 120 atomic updates, which take much of a
+sweep's time (docs/performance.md). `borrowed` returns the same arrays with a
+null reference-count pointer, which numba skips.
 
 Only for values that live no longer than the caller's own references: a kernel
 called from Python borrows its arguments on entry and never returns or stores

@@ -38,7 +38,7 @@ def pack_corpus(compiled: CompiledGrammar, sentences: Sequence[Sequence[str]]):
     lengths = np.array([len(s) for s in sentences], dtype=np.int64)
     sent_ptr = np.zeros(len(sentences) + 1, dtype=np.int64)
     np.cumsum(lengths, out=sent_ptr[1:])
-    # map over dict.get runs in C: a generator here took most of the time of packing a stream
+    # map over dict.get runs in C: a Python generator here would take most of the time of packing a stream
     ids = map(compiled.term_index.get, itertools.chain.from_iterable(sentences), itertools.repeat(-1))
     words = np.fromiter(ids, dtype=np.int32, count=int(sent_ptr[-1]))
     return words, sent_ptr

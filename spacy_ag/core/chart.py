@@ -10,8 +10,40 @@ span's string) are looked up through the yield trie.
 Charts are banded (docs/algorithms.md 3.5, `compiled` on spans): chart[i, d]
 is the span (i, i + d) for d <= width, and chart[i, width + 1] the span
 (i, n) when that is longer, the only long spans a banded grammar can cover.
-A full chart is the case width = n. Shapes: chart (n + 1, width + 2, n_sym),
-scale and ynode (n + 1, width + 2).
+A full chart is the case width = n.
+
+The chart arrays: `new_chart(G, n_max)` makes them for texts of up to n_max
+terminals, and a text of n <= n_max uses the rows 0..n; width = chart_width(G,
+n_max), the band, or n_max for a full chart; n_sym chart symbols.
+
+    field   shape                          dtype    meaning
+    chart   (n_max + 1, width + 2, n_sym)  float64  inside weights: chart[i, d, X] of symbol X over the span from i
+                                                    of length d <= width, chart[i, width + 1, X] over the suffix
+                                                    from i when longer; the weight is the entry times exp(scale) of
+                                                    its cell, 0 when X does not derive the span
+    scale   (n_max + 1, width + 2)         float64  log scale of each cell, a whole multiple of ln 2; -inf: nothing
+                                                    derives the span
+    ynode   (n_max + 1, width + 2)         int32    trie node of the span's string (`span_yields`; `sample_tree`
+                                                    adds the ones it creates), -1 if no table ever had that yield;
+                                                    always -1 in the column width + 1
+    vchart  (n_max + 1, width + 2, n_sym)  float64  the Viterbi chart (`new_viterbi_chart`, `viterbi_chart`): the
+                                                    best log weight of each item, -inf for none; no scale
+
+Tree records (`sample_records`): a tree drawn without touching the state (the
+variational E-step, re-derivation), as rows of rec, REC_WIDTH = 6 columns, in
+preorder (a node, then its children's subtrees left to right; a REC_NEW record is
+followed by its label, a REC_RULE record of the same span). A sentence's trees
+follow each other; `materialize` builds them into pool nodes.
+
+    field      shape       dtype  meaning
+    rec[:, 0]  (records,)  int32  kind: REC_TERM 0, REC_RULE 1, REC_CACHED 2 (a reused table), REC_NEW 3 (an adapted
+                                  node expanded from the base)
+    rec[:, 1]  (records,)  int32  the node's nonterminal (a user symbol); -1 for REC_TERM
+    rec[:, 2]  (records,)  int32  REC_TERM: terminal id; REC_RULE: rule id; REC_CACHED: table id; REC_NEW: -1
+    rec[:, 3]  (records,)  int32  number of children: REC_RULE the rule's children (terminals included), REC_NEW 1
+                                  (its label), else 0
+    rec[:, 4]  (records,)  int32  start of the node's span (a terminal position in the sentence)
+    rec[:, 5]  (records,)  int32  end of the span (exclusive)
 """
 import math
 
@@ -59,7 +91,10 @@ def chart_width(G, n):
 
 @kernel(cache=True)
 def new_chart(G, n):
-    """(chart, scale, ynode) for texts of up to n terminals (shapes in the module docstring)."""
+    """(chart, scale, ynode) for texts of up to n terminals (see the module docstring).
+
+    Shapes: returns chart (n + 1, width + 2, n_sym) float64 of zeros, scale (n + 1, width + 2) float64 of -inf,
+    ynode (n + 1, width + 2) int32 of -1; width = chart_width(G, n)."""
     width = chart_width(G, n)
     return (np.zeros((n + 1, width + 2, G.n_sym)), np.full((n + 1, width + 2), NEG_INF),
             np.full((n + 1, width + 2), -1, np.int32))
@@ -67,7 +102,9 @@ def new_chart(G, n):
 
 @kernel(cache=True)
 def new_viterbi_chart(G, n):
-    """(vchart, ynode) for the Viterbi pass over texts of up to n terminals, which needs no scale."""
+    """(vchart, ynode) for the Viterbi pass over texts of up to n terminals, which needs no scale.
+
+    Shapes: returns vchart (n + 1, width + 2, n_sym) float64 of zeros, ynode (n + 1, width + 2) int32 of -1."""
     width = chart_width(G, n)
     return np.zeros((n + 1, width + 2, G.n_sym)), np.full((n + 1, width + 2), -1, np.int32)
 
@@ -90,15 +127,20 @@ def column(i, j, width):
 def allowed(sym_span, sym_suffix, X, length, at_end):
     """Whether symbol X may cover a span of this length (at_end: the span ends the text).
 
-    Takes the two arrays, not G: a helper called per cell with the whole grammar tuple
-    made the inside pass ten times slower."""
+    Takes the two arrays, not G: a helper called per cell with the whole grammar tuple is
+    slow, since every call passes all of the tuple's arrays (docs/performance.md).
+
+    Shapes: sym_span (n_sym,) int64, sym_suffix (n_sym,) int8 (`GrammarArrays`)."""
     return length <= sym_span[X] and (at_end or sym_suffix[X] == 0)
 
 
 @kernel(cache=True, inline="always")
 def mask_cell(cell, sym_span, suffix_syms, mask_span, length, at_end, zero):
     """Set to `zero` the symbols of a cell that may not cover its span; return whether the
-    unary closure must check its parents too. Most cells need none of this (on Brent, none)."""
+    unary closure must check its parents too. Most cells need none of this (on Brent, none).
+
+    Shapes: cell (n_sym,) float64, one cell of a chart or a Viterbi chart; sym_span (n_sym,) int64; suffix_syms
+    (n_suffix,) int32."""
     masking = length > mask_span
     if masking:
         for x in range(cell.shape[0]):
@@ -123,7 +165,10 @@ def split_bounds(i, j, n, width, left_span, right_span):
 
 @kernel(cache=True)
 def span_yields(S, words, n, n_term, ynode):
-    """ynode[i, d] = trie node of words[i:i+d], or -1 if no table ever had that yield."""
+    """ynode[i, d] = trie node of words[i:i+d], or -1 if no table ever had that yield.
+
+    Shapes: words (at least n,) int32 terminal ids, -1 for one the grammar does not know;
+    ynode (n_max + 1, width + 2) int32."""
     width = ynode.shape[1] - 2
     for i in range(n):
         node = 0
@@ -140,8 +185,10 @@ def log_cache_weight(S, k, inv_temp, tab_lw):
     """Log weight of reusing table k: given in tab_lw (variational), else the tempered PY weight.
 
     The innermost loops of `inside_weighted` and `_choose` spell this out instead of calling
-    it: there, a call taking the state made MCMC sweeps two to three times slower.
-    """
+    it: there, a call taking the state would pass all of the state's arrays once per table,
+    which costs more than the weight itself (docs/performance.md).
+
+    Shapes: tab_lw (T,) float64 log weights per table, or (0,) for the MCMC weights."""
     if tab_lw.shape[0] > 0:
         return tab_lw[k]
     return inv_temp * math.log(table_weight(S, k))
@@ -149,7 +196,11 @@ def log_cache_weight(S, k, inv_temp, tab_lw):
 
 @kernel(cache=True, inline="always")
 def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
-    """Fill the chart for words[:n]; return log Z (-inf if unparseable)."""
+    """Fill the chart for words[:n]; return log Z (-inf if unparseable).
+
+    Shapes: words (at least n,) int32; rho (R,) float64 rule weights; chart, scale, ynode as in the module
+    docstring, for texts of at least n terminals. start: the symbol to parse as; skip_ad: an adaptor whose tables
+    are left out (-1: none); inv_temp: the inverse temperature of the tables' weights."""
     return inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
                            np.empty(0))
 
@@ -157,7 +208,9 @@ def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
 @kernel(cache=True)
 def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw):
     """`inside` with the cache weights given: tab_lw[k] is the log weight of table k
-    (the variational engine's E log pi); an empty tab_lw means the MCMC weights."""
+    (the variational engine's E log pi); an empty tab_lw means the MCMC weights.
+
+    Shapes: as `inside`; tab_lw (T,) float64, or (0,)."""
     n_sym = G.n_sym
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
@@ -286,7 +339,9 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
 @kernel(cache=True, inline="always")
 def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
     """Draw how item (X, i, j) is built: (choice, index, split) with choice 0 = table
-    `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`."""
+    `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`.
+
+    Shapes: as `inside_weighted`; rng (4,) uint64, the random stream."""
     width = chart.shape[1] - 2
     c = column(i, j, width)
     sc = scale[i, c]
@@ -359,6 +414,8 @@ def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_tem
 
 @kernel(cache=True)
 def _chosen_rule(G, choice, q):
+    """The rule id of chart rule q of the kind `choice` (1 unary, 2 lexical, 3 binary): -1 for the rule of a
+    pseudo or an intermediate symbol."""
     if choice == 1:
         return G.un_rule[q]
     if choice == 2:
@@ -373,7 +430,9 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
     Intermediate symbols of binarization are expanded here (their splits drawn
     from the chart), so only user symbols, pseudo-terminals and terminals
     (symbol -1 - t) come out.
-    """
+
+    Shapes: words (at least j,) int32; chart, scale as in the module docstring; buf (at least j - i + 3, 3) int32
+    or int64; rng (4,) uint64."""
     if choice == 1:
         buf[0, 0] = G.un_child[q]
         buf[0, 1] = i
@@ -430,7 +489,9 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
 
     Adapted nodes expanded from the base become TABLE nodes with table -1
     (NEW) whose child is the label; `add` turns them into tables.
-    """
+
+    Shapes: as `inside`; rng (4,) uint64; tasks (at least need_nodes(n, max_unary) + 8, 4) int32, the stack
+    of (pool node, symbol, start, end) to expand; buf (at least n + 3, 3) int32 (`Workspace`)."""
     return sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
                                 np.empty(0), rng, tasks, buf)
 
@@ -438,7 +499,9 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
 @kernel(cache=True)
 def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw,
                          rng, tasks, buf):
-    """`sample_tree` with given cache weights (see `inside_weighted`)."""
+    """`sample_tree` with given cache weights (see `inside_weighted`).
+
+    Shapes: as `sample_tree`; tab_lw (T,) float64, or (0,)."""
     n_term = G.n_term
     logr = 0.0
     root = alloc_node(S, RULE, start, -1)
@@ -517,7 +580,10 @@ def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab
     base-expanded adapted node is a REC_NEW record followed by its label (a
     REC_RULE record of the same span). Returns -1 records if rec[r0:r_end]
     is too small.
-    """
+
+    Shapes: as `inside_weighted`; rng (4,) uint64; tasks (at least r_end - r0 + 8, 3) int64, the stack of
+    (symbol, start, end) to expand; buf (n + 3, 3) int64; rec (records, REC_WIDTH) int32, tree records (module
+    docstring). Returns (int, float64)."""
     logr = 0.0
     tasks[0, 0] = start
     tasks[0, 1] = 0

@@ -15,6 +15,63 @@ the symbols of unbounded span (the `Word+` chain of a sentence) can only
 cover spans that end where the sentence ends. The chart is then a band of
 width `band` plus one cell per start for those suffixes, which makes parsing
 linear in the length of the text instead of cubic.
+
+The arrays (`CompiledGrammar.arrays`, a `GrammarArrays`, built once by
+`CompiledGrammar.__init__` and never changed). R original rules (the grammar's,
+in file order: rule ids), C their children in all, n_nt user nonterminals (ids
+0..n_nt-1), n_sym chart symbols (user, then pseudo, then intermediate), n_term
+terminals, A adapted nonterminals (adaptor indices 0..A-1, in grammar order);
+chart rules: L lexical, U unary, B binary. -1 stands for none. The scalars are
+Python ints (int64 in the kernels).
+
+    field             shape          dtype    meaning
+    n_nt              scalar         int      user nonterminals
+    n_sym             scalar         int      chart symbols
+    n_term            scalar         int      terminals
+    start             scalar         int      nonterminal id of the start symbol
+    rule_parent       (R,)           int32    parent nonterminal of each rule
+    rule_alpha        (R,)           float64  the rule's weight in the grammar file: its Dirichlet pseudo-count
+                                              alpha_r
+    rule_theta        (R,)           float64  fixed probability: rule_alpha over its parent's nt_alpha_sum
+    rule_child_ptr    (R + 1,)       int32    the children of rule r are
+                                              rule_children[rule_child_ptr[r]:rule_child_ptr[r+1]]
+    rule_children     (C,)           int32    >= 0: a nonterminal id; < 0: terminal t as -(t + 1)
+    nt_alpha_sum      (n_nt,)        float64  rule_alpha summed over the nonterminal's rules
+    sym_kind          (n_sym,)       int8     KIND_USER 0, KIND_PSEUDO 1, KIND_INTERMEDIATE 2
+    sym_adaptor       (n_sym,)       int32    adaptor index of an adapted nonterminal, else -1
+    sym_bin           (n_sym,)       int32    an intermediate symbol's one binary chart rule (an index into bin_*),
+                                              else -1
+    pseudo_term       (n_sym,)       int32    terminal id of a pseudo symbol, else -1
+    adaptor_nt        (A,)           int32    nonterminal id of each adaptor
+    adaptor_order     (A,)           int32    adaptor indices top-down (general to specific): a before b when b can
+                                              occur below a
+    lex_ptr           (n_term + 1,)  int32    the lexical chart rules of terminal t are lex_ptr[t]:lex_ptr[t+1]
+    lex_parent        (L,)           int32    parent symbol: a user nonterminal, or a pseudo symbol
+    lex_rule          (L,)           int32    rule id; -1 for a pseudo symbol's rule (weight 1)
+    un_parent         (U,)           int32    parent symbol of each unary chart rule; the rules are in closure
+                                              order, children first (a rule comes after every rule whose parent is
+                                              its child)
+    un_child          (U,)           int32    child symbol
+    un_rule           (U,)           int32    rule id
+    un_ptr            (n_sym + 1,)   int32    the unary rules of symbol X are un_by_parent[un_ptr[X]:un_ptr[X+1]]
+    un_by_parent      (U,)           int32    unary chart rule indices sorted by parent
+    bin_parent        (B,)           int32    parent symbol of each binary chart rule; the rules are sorted by
+                                              parent
+    bin_left          (B,)           int32    left child symbol
+    bin_right         (B,)           int32    right child symbol
+    bin_rule          (B,)           int32    rule id; -1 for an intermediate symbol's rule (weight 1)
+    bin_ptr           (n_sym + 1,)   int32    the binary rules of symbol X are bin_ptr[X]:bin_ptr[X+1]
+    sym_span          (n_sym,)       int64    longest yield of the symbol, in terminals; NO_SPAN_LIMIT (2**40) if
+                                              unbounded, 0 for a symbol the start symbol cannot reach
+    sym_suffix        (n_sym,)       int8     1: the symbol only covers spans that end where the text ends; else 0
+    band              scalar         int      longest finite span if the chart can be banded, else 0 (a full chart)
+    left_span         scalar         int      longest sym_span of a binary rule's left child
+    inner_left_span   scalar         int      the same over the rules whose parent is not suffix-only
+    inner_right_span  scalar         int      longest sym_span of a right child over the rules whose parent is not
+                                              suffix-only
+    mask_span         scalar         int      the shortest span at which some symbol's rules build more than its
+                                              sym_span (cells past it are masked); NO_SPAN_LIMIT: never
+    suffix_syms       (n_suffix,)    int32    the symbols whose sym_suffix is 1
 """
 from __future__ import annotations
 

@@ -38,9 +38,20 @@ ESTEP_ADAPTOR_FIELDS = ("ad_a", "ad_b", "ad_n")
 class Draws(NamedTuple):
     """Trees drawn for the sentences of a minibatch (or of one shard of it).
 
-    rec: (total records, 6) int32; rec_ptr: (sentences + 1,) int64, sentence b's records are
-    rec[rec_ptr[b]:rec_ptr[b+1]]; samp_len, scores: (sentences, samples) records and log weight
-    of each tree; status: (sentences,) OK or UNPARSEABLE.
+    What `variational.draw_records` returns. B sentences (batch[b] is sentence b's index
+    into sent_ptr), `samples` trees drawn per sentence, and the records of all trees
+    (`chart` on tree records; before `compact`, each sentence's room is larger than its
+    trees). `DistinctDraws` has the same rec, rec_ptr, scores and status, the repeated
+    trees left out, with tree_len and copies (B, samples) int64 in place of samp_len.
+
+        field     shape         dtype    meaning
+        rec       (records, 6)  int32    the trees' records (`chart`), sentence after sentence, tree after tree
+        rec_ptr   (B + 1,)      int64    sentence b's records are rec[rec_ptr[b]:rec_ptr[b+1]] (its trees, then
+                                         unused room)
+        samp_len  (B, samples)  int64    the number of records of each tree
+        scores    (B, samples)  float64  the log weight of each tree under G'
+        status    (B,)          int64    OK 0, UNPARSEABLE 1 (no trees), OVERFLOW 2 (only inside `draw_records`,
+                                         which enlarges the records and draws again)
     """
 
     rec: np.ndarray

@@ -33,7 +33,9 @@ def digamma(x):
 
 @kernel(cache=True)
 def expected_log_theta(gamma, rule_parent, n_nt, out):
-    """E_q[log theta_r] = psi(gamma_r) - psi(sum of gamma over r's parent) (Eq. 8)."""
+    """E_q[log theta_r] = psi(gamma_r) - psi(sum of gamma over r's parent) (Eq. 8).
+
+    Shapes: gamma (R,) float64; rule_parent (R,) int32; out (R,) float64, written."""
     totals = np.zeros(n_nt)
     for r in range(gamma.shape[0]):
         totals[rule_parent[r]] += gamma[r]
@@ -43,6 +45,9 @@ def expected_log_theta(gamma, rule_parent, n_nt, out):
 
 @kernel(cache=True, inline="always")
 def _stick_terms(nu1, nu2, log_pi, log_rest, i):
+    """E_q[log V_i] and E_q[log(1 - V_i)] of stick i from its Beta(nu1, nu2) (one entry of `stick_terms`).
+
+    Shapes: nu1, nu2, log_pi, log_rest (m,) float64 (as `stick_terms`)."""
     total = digamma(nu1[i] + nu2[i])
     log_pi[i] = digamma(nu1[i]) - total
     log_rest[i] = digamma(nu2[i]) - total
@@ -52,8 +57,8 @@ def _stick_terms(nu1, nu2, log_pi, log_rest, i):
 #: small argument costs up to twelve times one of a large, and the entries with large counts lead
 #: each stick order, so halves in order would leave one thread most of the work. In the online
 #: learner's `minibatches` kernel each slice goes to a thread on its own (numba's chunk size is 1
-#: there, for the E-step): 64 slices of single sticks cost about 12 us more per minibatch on one
-#: thread and 25 us more on two (hand-offs, and both threads writing to the same cache lines).
+#: there, for the E-step): slices of single sticks would cost more in hand-offs, and both threads
+#: would write to the same cache lines (docs/performance.md).
 STICK_SLICES = 16
 STICK_BLOCK = 8
 
@@ -63,7 +68,9 @@ def stick_terms(nu1, nu2, log_pi, log_rest):
     """E_q[log V_i] into log_pi and E_q[log(1 - V_i)] into log_rest, for every i.
 
     The digammas, three per entry and most of the online learner's per-minibatch time on large
-    grammatons, run in parallel (the same numbers on any number of threads)."""
+    grammatons, run in parallel (the same numbers on any number of threads).
+
+    Shapes: nu1, nu2 (m,) float64, the sticks' Beta parameters; log_pi, log_rest (m,) float64, written."""
     m = nu1.shape[0]
     if m >= 512:  # below, a thread hand-off costs more than it saves
         n_blocks = (m + STICK_BLOCK - 1) // STICK_BLOCK
@@ -80,7 +87,9 @@ def stick_terms(nu1, nu2, log_pi, log_rest):
 def stick_expectations(nu1, nu2, log_pi):
     """E_q[log pi_i] of every listed entry (Eq. 7); returns E_q[log rho], the base-draw mass.
 
-    The sums over earlier sticks run in stick order after `stick_terms`."""
+    The sums over earlier sticks run in stick order after `stick_terms`.
+
+    Shapes: nu1, nu2 (m,) float64 in stick order; log_pi (m,) float64, written."""
     log_rest = np.empty(nu1.shape[0])  # E_q[log(1 - V_i)]
     stick_terms(nu1, nu2, log_pi, log_rest)
     m = nu1.shape[0]

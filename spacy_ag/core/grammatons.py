@@ -13,6 +13,30 @@ gives the chart its cache options. Per entry:
 
 Entries are never duplicated: a new subtree equal to an entry (same adaptor,
 yield and derivation) is that entry.
+
+The arrays of `Variational` (allocated by `new_variational`; `fit_capacity` lengthens
+the per-table ones with the state's table pool). T: the capacity of the state's table
+pool (the per-table arrays are indexed by table id k, as `State.tab_*`); R rules, A
+adaptors of the compiled grammar. Counts here are weighted (1 / samples per drawn tree)
+and decayed, hence floats.
+
+    field     shape  dtype    meaning
+    ft        (T,)   float64  count: the entry's decayed sentence count f~ (Eq. 9), the uses of entry k by the
+                              corpus's sentences at corpus scale; 0 for a table that is no entry
+    lw        (T,)   float64  E_q[log pi_k], the entry's log cache weight in G' (Eq. 7); -inf for a table that is no
+                              entry, and for a new entry until the next `refresh_weights`
+    rank      (T,)   int64    stick position key: the entries of one adaptor are in stick order by rising rank
+                              (handed out from counters[NEXT_RANK])
+    f_batch   (T,)   float64  count: this minibatch's f and h counts of the entry, weighted; zeroed by `decay`
+    alpha     (R,)   float64  Dirichlet pseudo-count of the rule (the grammar's weight, then Newton steps, 4.8)
+    gt        (R,)   float64  count: the rule's decayed count g~ (Eq. 10)
+    g_batch   (R,)   float64  count: this minibatch's uses of the rule, weighted; zeroed by `decay`
+    gamma     (R,)   float64  Dirichlet parameter of q(theta) (Eq. 11): alpha + corr * gt + State.f
+    lrho      (R,)   float64  log weight of the rule in G': E_q[log theta_r], plus E_q[log rho_c] when its parent is
+                              adapted (Eqs. 6-8)
+    rho       (R,)   float64  exp(lrho): the rule weights the inside pass takes
+    elog_rho  (A,)   float64  E_q[log rho_c]: the log mass of drawing from the adaptor's base
+    counters  (4,)   int64    slot NEXT_RANK (0): the next rank to hand out; slots 1-3 are unused
 """
 from collections import namedtuple
 
@@ -77,7 +101,10 @@ def fit_capacity(V: Variational, tab_cap: int) -> Variational:
 def count_productions(G, S, root, sign, stack, table_uses, rule_uses):
     """Add `sign` times the one-level productions of a tree (rules down to its TABLE references)
     to N_rule (S.f) and to U (S.tab_count); with non-empty `table_uses` / `rule_uses`, also
-    count each use there (+1 per table reference and per rule)."""
+    count each use there (+1 per table reference and per rule).
+
+    Shapes: stack int32, room for the tree's nodes; table_uses (T,) float64 and rule_uses (R,) float64, or both
+    (0,)."""
     tally = table_uses.shape[0] > 0
     stack[0] = root
     top = 1
@@ -101,19 +128,25 @@ def count_productions(G, S, root, sign, stack, table_uses, rule_uses):
 
 @kernel(cache=True)
 def count_label(G, S, label, sign, stack):
-    """Add (sign=1) or remove (-1) a label's one-level productions to N_rule and to U."""
+    """Add (sign=1) or remove (-1) a label's one-level productions to N_rule and to U.
+
+    Shapes: stack int32, room for the label's nodes."""
     count_productions(G, S, label, sign, stack, np.empty(0), np.empty(0))
 
 
 @kernel(cache=True)
 def same_derivation(S, x, y, stack):
-    """Equal trees, with TABLE nodes equal when they reference the same entry."""
+    """Equal trees, with TABLE nodes equal when they reference the same entry.
+
+    Shapes: stack int32, room for two nodes per node of the trees."""
     return equal_trees(S, x, y, stack, stack[:0], SAME_TABLES)
 
 
 @kernel(cache=True)
 def find_entry(S, ad, y, label, skip, stack):
-    """The entry of adaptor `ad` with yield node `y` and this derivation (other than `skip`), or -1."""
+    """The entry of adaptor `ad` with yield node `y` and this derivation (other than `skip`), or -1.
+
+    Shapes: stack int32, as `same_derivation`."""
     k = S.trie_head[y]
     while k >= 0:
         if k != skip and S.tab_adaptor[k] == ad and same_derivation(S, S.tab_label[k], label, stack):
@@ -124,7 +157,9 @@ def find_entry(S, ad, y, label, skip, stack):
 
 @kernel(cache=True)
 def create_entry(G, S, V, ad, y, label, stack):
-    """Append a new entry (f~ = 0) at the end of its grammaton."""
+    """Append a new entry (f~ = 0) at the end of its grammaton.
+
+    Shapes: stack int32, room for the label's nodes."""
     k = alloc_table(S)
     S.tab_adaptor[k] = ad
     S.tab_label[k] = label
@@ -143,7 +178,9 @@ def create_entry(G, S, V, ad, y, label, stack):
 
 @kernel(cache=True)
 def remove_entry(G, S, V, k, stack):
-    """Drop an unreferenced entry: its productions leave N_rule and U, its nodes the pool."""
+    """Drop an unreferenced entry: its productions leave N_rule and U, its nodes the pool.
+
+    Shapes: stack int32, room for the label's nodes."""
     label = S.tab_label[k]
     count_label(G, S, label, -1, stack)
     free_tree(S, label, stack)
@@ -158,7 +195,9 @@ def remove_entry(G, S, V, k, stack):
 def entries_of_all_adaptors(S, V, n_ad, ptr):
     """Every adaptor's entries in stick order, in one scan of the tables: adaptor ad's are
     out[ptr[ad]:ptr[ad+1]], as `entries_by_rank(S, V, ad)` gives them (which scans every table
-    per adaptor: K scans of the whole pool for a K-topic model). ptr: (n_ad + 1,)."""
+    per adaptor: K scans of the whole pool for a K-topic model). ptr: (n_ad + 1,).
+
+    Returns (open tables,) int64 table ids."""
     n_tab = S.counters[TAB_HWM]
     ptr[:] = 0
     for k in range(n_tab):
@@ -216,11 +255,15 @@ def with_new_entries(S, V, ordered, ptr, first_rank, joined):
     ranks each after all others). `joined`: the tables they took, in the order they were created
     (`tables_taken_since`). Returns (ordered, ptr), new arrays if any joined.
 
-    Placing 5,000 entries by rank anew took about 25 us of a minibatch of 5 utterances, and a scan
-    of all tables for the new ones 6 us, all of it serial. An entry's rank is below NEXT_RANK when
+    Placing all the entries by rank anew, or scanning all tables for the new ones, is serial work
+    that grows with the grammatons, while a minibatch adds few entries (docs/performance.md).
+    An entry's rank is below NEXT_RANK when
     it is given (and in a model file, `state_checks`), so the older entries rank below first_rank,
     and n_new open tables ranked first_rank or later, in rising rank, are the new entries; if
-    `joined` is not that, the order is made anew."""
+    `joined` is not that, the order is made anew.
+
+    Shapes: ordered (m,) int64; ptr (A + 1,) int64; joined (n_joined,) int64 table ids; returns
+    ordered (m + n_new,) int64 and ptr (A + 1,) int64."""
     n_new = V.counters[NEXT_RANK] - first_rank
     if n_new == 0:
         return ordered, ptr
@@ -245,7 +288,9 @@ def with_new_entries(S, V, ordered, ptr, first_rank, joined):
 
 @kernel(cache=True)
 def _the_new_entries(S, V, joined, n_new, first_rank):
-    """True if `joined` are n_new open tables ranked first_rank or later, in rising rank."""
+    """True if `joined` are n_new open tables ranked first_rank or later, in rising rank.
+
+    Shapes: joined (n_joined,) int64 table ids."""
     if joined.shape[0] != n_new:
         return False
     last = first_rank - 1
@@ -258,7 +303,9 @@ def _the_new_entries(S, V, joined, n_new, first_rank):
 
 @kernel(cache=True)
 def entries_by_rank(S, V, ad):
-    """The entries of adaptor `ad` in stick order."""
+    """The entries of adaptor `ad` in stick order.
+
+    Shapes: returns (entries of `ad`,) int64 table ids."""
     n_tab = S.counters[TAB_HWM]
     count = 0
     for k in range(n_tab):
@@ -277,7 +324,9 @@ def entries_by_rank(S, V, ad):
 
 @kernel(cache=True)
 def merge_entries(G, S, V, keep, drop, stack):
-    """Fold entry `drop` into the equal entry `keep`: statistics add, references move."""
+    """Fold entry `drop` into the equal entry `keep`: statistics add, references move.
+
+    Shapes: stack int32, room for the nodes of the largest label."""
     V.ft[keep] += V.ft[drop]
     V.f_batch[keep] += V.f_batch[drop]
     n_tab = S.counters[TAB_HWM]
@@ -303,6 +352,9 @@ def merge_entries(G, S, V, keep, drop, stack):
 
 @kernel(cache=True)
 def yield_node(S, words, i, j, n_term):
+    """The trie node of words[i:j], inserting the nodes it lacks (room was checked by the caller).
+
+    Shapes: words (at least j,) int32 terminal ids."""
     y = 0
     for p in range(i, j):
         y = trie_insert(S, y, words[p], n_term)
@@ -311,7 +363,9 @@ def yield_node(S, words, i, j, n_term):
 
 @kernel(cache=True)
 def adopt_subtree(G, S, V, X, label, y, stack):
-    """The entry for a base-expanded adapted subtree: an equal existing entry, or a new one."""
+    """The entry for a base-expanded adapted subtree: an equal existing entry, or a new one.
+
+    Shapes: stack int32, room for two nodes per node of the label."""
     ad = G.sym_adaptor[X]
     k = find_entry(S, ad, y, label, -1, stack)
     if k >= 0:
@@ -322,6 +376,7 @@ def adopt_subtree(G, S, V, X, label, y, stack):
 
 @kernel(cache=True)
 def new_table_node(S, X, k):
+    """A TABLE node of nonterminal X referencing entry (table) k, with its yield."""
     x = alloc_node(S, TABLE, X, -1)
     S.node_table[x] = k
     S.node_aux[x] = S.tab_yield[k]

@@ -11,7 +11,10 @@ from .state import OPEN, TAB_HWM
 
 @kernel(cache=True)
 def size_histogram(S, ad):
-    """(sizes, multiplicities) of the open tables of adaptor `ad`."""
+    """(sizes, multiplicities) of the open tables of adaptor `ad`.
+
+    Shapes: returns sizes (n_sizes,) int64, the distinct customer counts in rising order, and mult (n_sizes,)
+    int64, how many tables have each."""
     max_size = 0
     for k in range(S.counters[TAB_HWM]):
         if S.tab_state[k] == OPEN and S.tab_adaptor[k] == ad and S.tab_count[k] > max_size:
@@ -48,7 +51,9 @@ def _log_rising_tables(m, a, b):
 
 @kernel(cache=True)
 def _log_table_sizes(sizes, mult, a):
-    """sum over tables of sum_{j=1}^{n_k - 1} log(j - a)."""
+    """sum over tables of sum_{j=1}^{n_k - 1} log(j - a).
+
+    Shapes: sizes, mult (n_sizes,) int64 (`size_histogram`)."""
     t = 0.0
     for i in range(sizes.shape[0]):
         n = sizes[i]
@@ -64,7 +69,9 @@ def _log_table_sizes(sizes, mult, a):
 
 @kernel(cache=True)
 def log_seating(sizes, mult, a, b):
-    """log PY(seating | a, b) of one restaurant (1.2)."""
+    """log PY(seating | a, b) of one restaurant (1.2).
+
+    Shapes: sizes, mult (n_sizes,) int64 (`size_histogram`)."""
     m = 0
     n = 0
     for i in range(sizes.shape[0]):
@@ -78,12 +85,14 @@ def log_seating(sizes, mult, a, b):
 
 @kernel(cache=True)
 def log_beta_pdf(x, e, f):
+    """log density of Beta(e, f) at x in (0, 1): the prior of a discount a."""
     return ((e - 1.0) * math.log(x) + (f - 1.0) * math.log(1.0 - x)
             + math.lgamma(e + f) - math.lgamma(e) - math.lgamma(f))
 
 
 @kernel(cache=True)
 def log_gamma_pdf(x, shape, scale):
+    """log density of Gamma(shape, scale) at x > 0: the prior of a concentration b."""
     return (shape - 1.0) * math.log(x) - x / scale - shape * math.log(scale) - math.lgamma(shape)
 
 
@@ -116,6 +125,9 @@ def log_posterior(G, S, collapsed):
 
 @kernel(cache=True)
 def _target_a(sizes, mult, a, b, e, f):
+    """The slice sampler's target for a: log PY(seating | a, b) + log Beta(a | e, f); -inf outside (0, 1).
+
+    Shapes: sizes, mult (n_sizes,) int64 (`size_histogram`)."""
     if a <= 0.0 or a >= 1.0:
         return -np.inf
     return log_seating(sizes, mult, a, b) + log_beta_pdf(a, e, f)
@@ -123,6 +135,10 @@ def _target_a(sizes, mult, a, b, e, f):
 
 @kernel(cache=True)
 def _target_log_b(sizes, mult, a, eta, shape, scale):
+    """The slice sampler's target for eta = log b: log PY(seating | a, b) + log Gamma(b | shape, scale) + eta (the
+    Jacobian of b = exp(eta)); -inf where b underflows or overflows.
+
+    Shapes: sizes, mult (n_sizes,) int64 (`size_histogram`)."""
     b = math.exp(eta)
     if b <= 1e-20 or not np.isfinite(b):
         return -np.inf
@@ -131,7 +147,9 @@ def _target_log_b(sizes, mult, a, eta, shape, scale):
 
 @kernel(cache=True)
 def _slice_a(rng, sizes, mult, a, b, e, f, iterations):
-    """Stepping-out and shrinkage slice sampler (Neal 2003) on (0, 1)."""
+    """Stepping-out and shrinkage slice sampler (Neal 2003) on (0, 1).
+
+    Shapes: rng (4,) uint64; sizes, mult (n_sizes,) int64 (`size_histogram`)."""
     x = a
     for _ in range(iterations):
         logy = _target_a(sizes, mult, x, b, e, f) + math.log(uniform_pos(rng))
@@ -158,7 +176,9 @@ def _slice_a(rng, sizes, mult, a, b, e, f, iterations):
 
 @kernel(cache=True)
 def _slice_log_b(rng, sizes, mult, a, b, shape, scale, iterations):
-    """The same slice sampler on eta = log b (no lower bound to hit)."""
+    """The same slice sampler on eta = log b (no lower bound to hit).
+
+    Shapes: rng (4,) uint64; sizes, mult (n_sizes,) int64 (`size_histogram`)."""
     x = math.log(b)
     for _ in range(iterations):
         logy = _target_log_b(sizes, mult, a, x, shape, scale) + math.log(uniform_pos(rng))
@@ -207,6 +227,8 @@ def sample_hyperparameters(S, sample_a, beta_e, beta_f, gamma_shape, gamma_scale
 
 @kernel(cache=True)
 def log_hyper_prior(S, sample_a, beta_e, beta_f, gamma_shape, gamma_scale):
+    """log prior of every adaptor's hyperparameters: Beta(beta_e, beta_f) of a (when a is sampled and positive) and
+    Gamma(gamma_shape, gamma_scale) of b, the trace's `log_prior`."""
     t = 0.0
     for ad in range(S.ad_a.shape[0]):
         if sample_a and S.ad_a[ad] > 0.0:

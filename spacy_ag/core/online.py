@@ -208,8 +208,8 @@ class OnlineLearner:
         line of the last, its `seconds` those of the whole call.
 
         Locally the minibatches up to each refinement run in one kernel call (`minibatches`):
-        the Python around one call per minibatch took about 45 us, a seventh of a minibatch of 5
-        utterances on two threads. A refinement's line is returned only if it is the last.
+        the Python around one call per minibatch is a large share of a small minibatch's time
+        (docs/performance.md). A refinement's line is returned only if it is the last.
         """
         started = time.perf_counter()
         line: Dict = {}

@@ -39,7 +39,9 @@ def splitmix64(x):
 
 @kernel(cache=True)
 def seeded_rng(seed):
-    """xoshiro256** state from one 64-bit seed (splitmix64), as `make_rng` gives it, in a kernel."""
+    """xoshiro256** state from one 64-bit seed (splitmix64), as `make_rng` gives it, in a kernel.
+
+    Shapes: returns (4,) uint64."""
     out = np.empty(4, np.uint64)
     x = np.uint64(seed)
     for i in range(4):
@@ -50,11 +52,15 @@ def seeded_rng(seed):
 
 @kernel(cache=True, inline="always")
 def _rotl(x, k):
+    """x rotated left by k bits (a uint64)."""
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
 @kernel(cache=True)
 def next_u64(s):
+    """The next 64-bit output of the xoshiro256** stream s, advancing it.
+
+    Shapes: s (4,) uint64, updated in place."""
     result = _rotl(s[1] * np.uint64(5), 7) * np.uint64(9)
     t = s[1] << np.uint64(17)
     s[2] ^= s[0]
@@ -68,24 +74,33 @@ def next_u64(s):
 
 @kernel(cache=True)
 def uniform(s):
-    """A double in [0, 1)."""
+    """A double in [0, 1).
+
+    Shapes: s (4,) uint64, advanced."""
     return float(next_u64(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @kernel(cache=True)
 def uniform_pos(s):
-    """A double in (0, 1), safe to take the log of."""
+    """A double in (0, 1), safe to take the log of.
+
+    Shapes: s (4,) uint64, advanced."""
     return (float(next_u64(s) >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
 @kernel(cache=True)
 def randint(s, n):
-    """An integer in [0, n)."""
+    """An integer in [0, n).
+
+    Shapes: s (4,) uint64, advanced."""
     return int(uniform(s) * n)
 
 
 @kernel(cache=True)
 def shuffle(s, arr):
+    """Shuffle arr in place (Fisher-Yates) with the stream s, so that an order is reproducible from the seed.
+
+    Shapes: s (4,) uint64; arr (m,) of any dtype."""
     for i in range(arr.shape[0] - 1, 0, -1):
         j = randint(s, i + 1)
         tmp = arr[i]

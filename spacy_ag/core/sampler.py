@@ -29,7 +29,26 @@ def need_nodes(n, max_unary):
 
 
 class Workspace:
-    """Scratch arrays sized for the longest sentence, reused across kernels."""
+    """Scratch arrays sized for the longest sentence, reused across kernels.
+
+    The MCMC kernels (`sweep`, `initialize`, `resample_labels`) take these arrays; a
+    kernel reads only the part a sentence of n <= max_len terminals needs. R rules and
+    n_sym chart symbols of the compiled grammar; W = chart_width(G, max_len) (the band,
+    or max_len for a full chart); M = need_nodes(max_len, max_unary_chain) + 8.
+
+        field    shape                        dtype    meaning
+        max_len  scalar                       int      the longest sentence, in terminals
+        rho      (R,)                         float64  theta' of every rule under the current state (`fill_rho`),
+                                                       tempered: the rule weights of the inside pass
+        chart    (max_len + 1, W + 2, n_sym)  float64  the inside chart (see chart.py)
+        scale    (max_len + 1, W + 2)         float64  the chart's log scales (see chart.py)
+        ynode    (max_len + 1, W + 2)         int32    trie node of each span's string (see chart.py)
+        tasks    (M, 4)                       int32    `sample_tree`'s stack of items to expand: (pool node, symbol,
+                                                       start, end)
+        buf      (max_len + 3, 3)             int32    the children of one chosen chart rule, rightmost first:
+                                                       (symbol, start, end), symbol -1 - t for terminal t
+        terms    (max_len + 1,)               int32    the terminal ids of one table's yield (label resampling)
+    """
 
     def __init__(self, compiled, max_len):
         G = compiled.arrays
@@ -50,7 +69,9 @@ def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh,
     On return exactly one of them is in the state and the other is freed;
     the result says which (ACCEPTED: the proposal) and whether they were equal
     (`equal_trees` in the mode `equality`).
-    """
+
+    Shapes: stack (2 N + 16,) int32, a walk's stack; marked (T + 1,) int32, the CLOSED tables `equal_trees`
+    matched."""
     if equal_trees(S, new, old, stack, marked, equality):
         add(G, S, old, collapsed, stack)
         free_tree(S, new, stack)
@@ -69,6 +90,11 @@ def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh,
 @kernel(cache=True, inline="always")
 def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, tasks, buf,
              stack, marked, stats):
+    """Resample sentence d (3.9): take its analysis out, draw a proposal from G' of the rest, keep one of the two
+    (`_decide`) and count the outcome in stats. False, with the old analysis back, if the sentence has no parse.
+
+    Shapes: words (n,) int32, the sentence; the Workspace arrays (`Workspace`); stack (2 N + 16,) int32;
+    marked (T + 1,) int32; stats (N_STATS,) int64, counts per outcome slot (ACCEPTED, ...)."""
     old = S.sent_root[d]
     lp_old = remove(G, S, old, collapsed, stack)
     fill_rho(G, S, rho, collapsed, -1, inv_temp)
@@ -90,7 +116,11 @@ def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, 
 @kernel(cache=True)
 def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_unary, rho, chart,
           scale, ynode, tasks, buf, stats):
-    """Resample the sentences order[pos:]; return the next position, or -(d+1) if d fails."""
+    """Resample the sentences order[pos:]; return the next position, or -(d+1) if d fails.
+
+    Shapes: words (n_terminals,) int32, the corpus's terminal ids; sent_ptr (n_sentences + 1,) int64, sentence d
+    is words[sent_ptr[d]:sent_ptr[d+1]]; order (n_sentences,) int64, the sentences in the order of the sweep;
+    rho, chart, scale, ynode, tasks, buf: the `Workspace`; stats (N_STATS,) int64 counts, added to."""
     G, S, words, rho, chart, scale, ynode, tasks, buf = borrowed(
         (G, S, words, rho, chart, scale, ynode, tasks, buf))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
@@ -116,7 +146,8 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
     Batch: every sentence is drawn from the base PCFG of the empty state and
     nothing is added (call `add_all` afterwards). Incremental: each sentence
     is drawn from G' of the state so far and added at once.
-    """
+
+    Shapes: words, sent_ptr, order as in `sweep`; rho, chart, scale, ynode, tasks, buf: the `Workspace`."""
     G, S, words, rho, chart, scale, ynode, tasks, buf = borrowed(
         (G, S, words, rho, chart, scale, ynode, tasks, buf))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
@@ -143,7 +174,9 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
 
 @kernel(cache=True)
 def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
-    """Add the stored first analyses (batch initialization): each adapted node opens a table."""
+    """Add the stored first analyses (batch initialization): each adapted node opens a table.
+
+    Shapes: order (n_sentences,) int64; sent_ptr (n_sentences + 1,) int64."""
     G, S = borrowed((G, S))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     while pos < order.shape[0]:
@@ -158,7 +191,9 @@ def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
 
 @kernel(cache=True)
 def open_tables(S, ad, rng):
-    """The open tables of adaptor `ad` in a random order."""
+    """The open tables of adaptor `ad` in a random order.
+
+    Shapes: rng (4,) uint64; returns (open tables of `ad`,) int32 table ids."""
     count = 0
     for k in range(S.counters[TAB_HWM]):
         if S.tab_state[k] == OPEN and S.tab_adaptor[k] == ad:
@@ -177,7 +212,9 @@ def open_tables(S, ad, rng):
 def tables_in_yield_order(S, n_term):
     """The open tables of all adaptors in py-cfg's order (its yield trie, walked depth first):
     yields in the order of their terminals, each before its extensions, and the tables of one
-    yield, whatever their adaptor, one after the other."""
+    yield, whatever their adaptor, one after the other.
+
+    Shapes: returns (open tables,) int32 table ids."""
     n = S.counters[N_TRIE]
     key = np.empty(n - 1, np.int64)
     for y in range(1, n):
@@ -212,7 +249,10 @@ def tables_in_yield_order(S, n_term):
 def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
                     tasks, buf, terms, stats, equality):
     """Table-label resampling (3.12) for tables[pos:], a new label equal to the old one (`equal_trees`
-    in the mode `equality`) keeping the old; return the next position."""
+    in the mode `equality`) keeping the old; return the next position.
+
+    Shapes: tables (m,) int32 table ids (`open_tables`, `tables_in_yield_order`); rho, chart, scale, ynode,
+    tasks, buf, terms: the `Workspace`; stats (N_STATS,) int64 counts, added to."""
     G, S, rho, chart, scale, ynode, tasks, buf, terms = borrowed(
         (G, S, rho, chart, scale, ynode, tasks, buf, terms))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)

@@ -15,7 +15,12 @@ from .state import TABLE, TERM
 
 @kernel(cache=True)
 def mark_words(S, root, seg_mask, offset, marks, stack):
-    """Mark the word boundaries of the pool tree `root` laid at words[offset:]."""
+    """Mark the word boundaries of the pool tree `root` laid at words[offset:].
+
+    Returns the position after the tree's last terminal.
+
+    Shapes: seg_mask (n_sym,) uint8; marks uint8, one slot per terminal and text (as `corpus_marks`), written
+    where 1; stack int64, room for two entries per node of the tree (an entry is node * 2, + 1 on leaving it)."""
     pos = offset
     inside = 0
     stack[0] = root * 2
@@ -68,7 +73,9 @@ def corpus_marks(S, sent_ptr, seg_mask, marks):
     """Boundary marks of every sentence's current analysis.
 
     marks has one slot per character plus one per sentence (its end).
-    """
+
+    Shapes: sent_ptr (D + 1,) int64; seg_mask (n_sym,) uint8; marks (n_terminals + D,) uint8, sentence d's
+    slots are marks[sent_ptr[d] + d:sent_ptr[d+1] + d + 1]."""
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int64)
     marks[:] = 0
     for d in range(sent_ptr.shape[0] - 1):

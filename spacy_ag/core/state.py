@@ -15,6 +15,56 @@ span in O(1) once the span's trie node is known.
 
 Kernels never grow arrays: before each sentence they check the worst case it
 can need and hand control back to Python, which grows the arrays and resumes.
+
+The arrays of `State` (allocated by `new_state`; `grow` enlarges the node, table and
+trie pools and the hash table). N, T, Y: the capacities of the node pool, the table
+pool and the trie (they grow); H: the hash table's slots, a power of two at least 16,
+at most half used; A adaptors, R rules and n_nt nonterminals of the compiled grammar;
+D sentences (0 in the online learner's state). Ids of nodes, tables and trie nodes
+index these pools; -1 stands for none. Counts are marked "count".
+
+    field        shape    dtype    meaning
+    node_kind    (N,)     int8     TERM 0, RULE 1, TABLE 2
+    node_sym     (N,)     int32    TERM: terminal id; RULE: nonterminal id; TABLE: the adapted nonterminal
+    node_rule    (N,)     int32    RULE: rule id (an original rule, `compiled.rule_parent`); else -1
+    node_table   (N,)     int32    TABLE: table id, or -1 for a NEW node (a proposal's new table, whose label hangs
+                                   below it as node_child until `add` opens the table); else -1
+    node_child   (N,)     int32    first child node, -1 for none
+    node_sib     (N,)     int32    next sibling node, -1 for the last child
+    node_aux     (N,)     int32    TABLE: trie node of the span's yield (its table's tab_yield); else -1
+    node_free    (N,)     int32    node_free[:counters[NODE_FREE]]: freed nodes, reused last in, first out
+    tab_adaptor  (T,)     int32    adaptor index of the table
+    tab_count    (T,)     int64    count. MCMC: customers of an OPEN table; variational: U, the uses of the entry
+                                   inside other entries' labels (`grammatons`); 0 when FREE
+    tab_label    (T,)     int32    root node (RULE) of the table's label; -1 when FREE
+    tab_yield    (T,)     int32    trie node of the label's yield (stale once the table is FREE)
+    tab_state    (T,)     int8     FREE 0, OPEN 1, CLOSED 2 (CLOSED only within one sampling step)
+    tab_next     (T,)     int32    next OPEN table with the same yield (the list starts at trie_head); -1 for the
+                                   last, and for a table on no list
+    tab_prev     (T,)     int32    previous table of that list; -1 for the first, and off the list
+    tab_free     (T,)     int32    tab_free[:counters[TAB_FREE]]: freed tables, reused last in, first out
+    tab_mark     (T,)     int8     0, except 1 on a CLOSED table `equal_trees` has matched, during one call
+    ht_key       (H,)     int64    key of a trie node: parent trie node * n_term + last terminal; -1: empty
+    ht_val       (H,)     int32    the trie node of the slot's key; -1: empty
+    trie_parent  (Y,)     int32    the yield without its last terminal (a smaller id); -1 for the root 0
+    trie_term    (Y,)     int32    terminal id of the yield's last terminal; -1 for the root
+    trie_head    (Y,)     int32    first OPEN table whose yield this is (linked by tab_next), -1 for none
+    ad_m         (A,)     int64    count: OPEN tables of the adaptor (MCMC)
+    ad_n         (A,)     int64    count: customers of the adaptor, the sum of its tab_count (MCMC)
+    ad_a         (A,)     float64  Pitman-Yor discount a, in [0, 1)
+    ad_b         (A,)     float64  Pitman-Yor concentration b > 0
+    f            (R,)     int64    count: uses of each rule in the analyses and the table labels (MCMC); N_rule, the
+                                   uses inside the entries' labels (variational)
+    fA           (n_nt,)  int64    count: f summed over the rules of each parent nonterminal
+    sent_root    (D,)     int32    root node (a RULE node of the start symbol) of sentence d's analysis, -1
+    counters     (8,)     int64    slots NODE_HWM, NODE_FREE, TAB_HWM, TAB_FREE, N_TRIE, HT_USED (below); slots 6
+                                   and 7 are unused
+    rng          (4,)     uint64   xoshiro256** state of the chain's random stream (`rng`)
+
+Counters: NODE_HWM, TAB_HWM: nodes and tables ever handed out (ids below are in use or
+free; the next fresh id); NODE_FREE, TAB_FREE: lengths of the free lists; N_TRIE: trie
+nodes in use (ids 0..N_TRIE-1, node 0 the empty yield); HT_USED: used hash slots, one
+per trie node but the root (N_TRIE - 1).
 """
 from __future__ import annotations
 
@@ -139,6 +189,9 @@ def has_room(state: State, need_nodes: int, need_tables: int, need_trie: int) ->
 
 @kernel(cache=True)
 def room_ok(S, need_nodes, need_tables, need_trie):
+    """Whether the pools hold `need_nodes` more nodes, `need_tables` more tables and `need_trie`
+    more trie nodes with the hash table at most half full: the check a kernel makes before each
+    item, returning to Python (which calls `grow`) when it fails, since kernels never grow arrays."""
     c = S.counters
     if c[NODE_HWM] + need_nodes > S.node_kind.shape[0]:
         return False
@@ -157,6 +210,8 @@ def room_ok(S, need_nodes, need_tables, need_trie):
 
 @kernel(cache=True)
 def alloc_node(S, kind, sym, rule):
+    """A node (kind, sym, rule) without table, children, sibling or yield: the last freed one,
+    else a fresh one at NODE_HWM. The caller has checked the room (`room_ok`)."""
     c = S.counters
     if c[NODE_FREE] > 0:
         c[NODE_FREE] -= 1
@@ -177,7 +232,9 @@ def alloc_node(S, kind, sym, rule):
 @kernel(cache=True, inline="always")
 def link_built_children(S, x, built, top, n):
     """Hang the last n nodes of the stack `built` under x, built[top - 1] first (trees read from
-    records are built children first, right to left); returns the new top."""
+    records are built children first, right to left); returns the new top.
+
+    Shapes: built (at least top,) int32 or int64, node ids."""
     prev = -1
     for c in range(n):
         child = built[top - 1 - c]
@@ -191,6 +248,7 @@ def link_built_children(S, x, built, top, n):
 
 @kernel(cache=True)
 def free_node(S, x):
+    """Put node x on the free list; its fields keep their values until `alloc_node` reuses it."""
     c = S.counters
     S.node_free[c[NODE_FREE]] = x
     c[NODE_FREE] += 1
@@ -198,6 +256,7 @@ def free_node(S, x):
 
 @kernel(cache=True)
 def alloc_table(S):
+    """A table id: the last freed one, else a fresh one at TAB_HWM; the caller sets its fields."""
     c = S.counters
     if c[TAB_FREE] > 0:
         c[TAB_FREE] -= 1
@@ -211,7 +270,9 @@ def alloc_table(S):
 def tables_taken_since(S, free_before, hwm_before):
     """The tables `alloc_table` handed out since the counters TAB_FREE and TAB_HWM were
     free_before and hwm_before, in the order it handed them out: the top of the free list first,
-    then fresh ones. Exact only if no table was freed in between (callers check what they get)."""
+    then fresh ones. Exact only if no table was freed in between (callers check what they get).
+
+    Returns (n_reused + n_fresh,) int64 table ids."""
     c = S.counters
     n_reused = max(free_before - c[TAB_FREE], 0)
     n_fresh = max(c[TAB_HWM] - hwm_before, 0)
@@ -225,6 +286,8 @@ def tables_taken_since(S, free_before, hwm_before):
 
 @kernel(cache=True)
 def free_table(S, k):
+    """Mark table k FREE (no customers, no label) and put it on the free list; the caller has
+    already taken it off its yield's list."""
     c = S.counters
     S.tab_state[k] = FREE
     S.tab_count[k] = 0
@@ -235,7 +298,9 @@ def free_table(S, k):
 
 @kernel(cache=True)
 def push_children(S, x, stack, top):
-    """Push the children of pool node x on a walk's stack; return the new top."""
+    """Push the children of pool node x on a walk's stack; return the new top.
+
+    Shapes: stack (room for top + the children,) int32, node ids."""
     c = S.node_child[x]
     while c >= 0:
         stack[top] = c
@@ -250,6 +315,8 @@ def push_children(S, x, stack, top):
 
 @kernel(cache=True, inline="always")
 def _slot(key, mask):
+    """Home slot of a trie key: Fibonacci hashing (the key times 2**64 / golden ratio), bits 29 up,
+    masked to the table's size (mask = H - 1)."""
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64((h >> np.uint64(29)) & np.uint64(mask))
 
@@ -296,6 +363,11 @@ def trie_insert(S, node, term, n_term):
 
 @kernel(cache=True)
 def rehash(old_keys, old_vals, keys, vals):
+    """Insert every key of old_keys (-1: none) with its value into the hash table (keys, vals) by
+    linear probing: a grown table (`grow`), or a worker's copy of the trie (`estep_shards.YieldTrie`).
+
+    Shapes: old_keys (m,) int64, old_vals (m,) int32; keys (H,) int64 and vals (H,) int32, H a power
+    of two with room for the m keys."""
     mask = keys.shape[0] - 1
     for j in range(old_keys.shape[0]):
         key = old_keys[j]
@@ -310,6 +382,7 @@ def rehash(old_keys, old_vals, keys, vals):
 
 @kernel(cache=True)
 def yield_length(S, y):
+    """The number of terminals of trie node y's yield (its depth in the trie)."""
     n = 0
     while y > 0:
         n += 1
@@ -319,7 +392,9 @@ def yield_length(S, y):
 
 @kernel(cache=True)
 def yield_terms(S, y, out):
-    """Write the terminals of trie node `y` into out[:len]; return len."""
+    """Write the terminals of trie node `y` into out[:len]; return len.
+
+    Shapes: out (at least len,) int32, terminal ids."""
     n = yield_length(S, y)
     p = n
     while y > 0:
@@ -335,6 +410,8 @@ def yield_terms(S, y, out):
 
 @kernel(cache=True)
 def link_table(S, k):
+    """Put table k first on the list of the OPEN tables of its yield (trie_head), where the chart
+    finds the cache options of a span."""
     y = S.tab_yield[k]
     head = S.trie_head[y]
     S.tab_prev[k] = -1
@@ -346,6 +423,7 @@ def link_table(S, k):
 
 @kernel(cache=True)
 def unlink_table(S, k):
+    """Take table k off its yield's list (it closes or is removed)."""
     prev, nxt = S.tab_prev[k], S.tab_next[k]
     if prev >= 0:
         S.tab_next[prev] = nxt

@@ -19,9 +19,32 @@ The document prior alpha is asymmetric and fitted by Minka's fixed point
 (Wallach, Mimno & McCallum 2009: an asymmetric alpha is what makes LDA's
 topics robust).
 
-Arrays: word (N,) word-type id of every token, doc (N,) its document, z (N,)
-its topic; ndk (D, K), nwk (W, K) and nk (K,) the counts; base (W,) G0 of
-every word type. Random state: a xoshiro256** array (`rng.make_rng`).
+The arrays (allocated by `spacy_ag.topics.gibbs`: `gibbs_corpus` packs the corpus,
+`run_gibbs` the sampler's state): N tokens, D documents, W word types, K topics, and
+the spellings of the types, P characters in all. Counts of tables are drawn and summed
+as floats.
+
+    field           shape     dtype    meaning
+    word            (N,)      int32    word-type id of each token, 0..W-1
+    doc             (N,)      int32    document of each token, 0..D-1
+    doc_length      (D,)      int64    count: tokens of each document
+    z               (N,)      int32    topic of each token, 0..K-1
+    ndk             (D, K)    int32    count: tokens of document d with topic k (n_dk)
+    nwk             (W, K)    int32    count: tokens of word type w with topic k (n_kw)
+    nk              (K,)      int64    count: tokens with topic k (n_k)
+    alpha           (K,)      float64  the asymmetric Dirichlet prior of the documents' topic proportions
+    b               (K,)      float64  concentration b_k of each topic's Dirichlet process
+    base            (W,)      float64  G0(w) of each word type: its spelling's probability under the base rules, or
+                                       with an adapted WORD the shared lexicon's predictive
+    spelled         (W,)      float64  the spelling's probability under the base rules alone (`base_probabilities`)
+    word_tables     (W,)      float64  count: the topics' tables of word type w, summed over the topics
+                                       (`table_counts`)
+    topic_tables    (K,)      float64  count: the tables of topic k
+    lexicon_tables  (W,)      float64  count: the shared lexicon's tables of word type w (with an adapted WORD;
+                                       `lexicon_tables`)
+    spell           (P,)      int32    the terminal ids of every type's spelling, concatenated
+    spell_ptr       (W + 1,)  int64    type w is spelled spell[spell_ptr[w]:spell_ptr[w+1]]
+    rng             (4,)      uint64   xoshiro256** state of the sampler's random stream (`rng.make_rng`)
 """
 import math
 
@@ -43,7 +66,10 @@ def topic_weights(ndk, nwk, inv_norm, alpha, b, base_w, d, w, out):
     """out[k] = the cumulative sums of (n_dk + alpha_k) (n_kw + b_k G0(w)) / (n_k + b_k) over k, for
     a token of word type w in document d whose own counts are already taken out; base_w = G0(w) and
     inv_norm[k] = 1 / (n_k + b_k), kept up to date by the caller (a division per topic and token
-    would cost more than the rest of the sum)."""
+    would cost more than the rest of the sum).
+
+    Shapes: ndk (D, K) int32, nwk (W, K) int32 (the module docstring); inv_norm, alpha, b (K,) float64; out (K,)
+    float64, written."""
     total = 0.0
     for k in range(inv_norm.shape[0]):
         total += (ndk[d, k] + alpha[k]) * (nwk[w, k] + b[k] * base_w) * inv_norm[k]
@@ -53,7 +79,9 @@ def topic_weights(ndk, nwk, inv_norm, alpha, b, base_w, d, w, out):
 
 @kernel(cache=True, inline="always")
 def draw_index(cumulative, u):
-    """The first index whose cumulative weight exceeds u (u uniform on [0, total))."""
+    """The first index whose cumulative weight exceeds u (u uniform on [0, total)).
+
+    Shapes: cumulative (K,) float64, rising."""
     for j in range(cumulative.shape[0]):
         if u < cumulative[j]:
             return j
@@ -63,7 +91,9 @@ def draw_index(cumulative, u):
 @kernel(cache=True)
 def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
     """Redraw every token's topic once, in corpus order, from its full conditional; b (K,) holds
-    every topic's concentration."""
+    every topic's concentration.
+
+    Shapes: word, doc, z, ndk, nwk, nk, alpha, b, base, rng as in the module docstring; z and the counts updated."""
     K = nk.shape[0]
     cumulative = np.empty(K)
     inv_norm = np.empty(K)
@@ -87,7 +117,9 @@ def gibbs_sweep(word, doc, z, ndk, nwk, nk, alpha, b, base, rng):
 @kernel(cache=True)
 def antoniak(customers, weight, rng):
     """The number of tables of `customers` in a DP restaurant whose base gives the dish `weight`
-    (b G0(w)): customer i + 1 opens a table with probability weight / (weight + i)."""
+    (b G0(w)): customer i + 1 opens a table with probability weight / (weight + i).
+
+    Shapes: rng (4,) uint64."""
     tables = 1 if customers > 0 else 0
     for i in range(1, customers):
         if uniform(rng) * (weight + i) < weight:
@@ -98,7 +130,10 @@ def antoniak(customers, weight, rng):
 @kernel(cache=True)
 def table_counts(nwk, b, base, rng, word_tables, topic_tables):
     """Draw the tables behind every count n_kw of the topics' DP(b_k, base) restaurants; their sums
-    go to word_tables (W,) and topic_tables (K,)."""
+    go to word_tables (W,) and topic_tables (K,).
+
+    Shapes: nwk (W, K) int32; b (K,), base (W,) float64; rng (4,) uint64; word_tables (W,) and topic_tables
+    (K,) float64, written."""
     W, K = nwk.shape
     topic_tables[:] = 0
     for w in range(W):
@@ -113,7 +148,9 @@ def table_counts(nwk, b, base, rng, word_tables, topic_tables):
 @kernel(cache=True)
 def lexicon_tables(word_tables, b, spelled, rng, out):
     """Draw the tables of the shared lexicon (an adapted WORD, DP(b, G0)) whose customers are the
-    topics' tables: out[w] for word_tables[w] customers of dish w."""
+    topics' tables: out[w] for word_tables[w] customers of dish w.
+
+    Shapes: word_tables, spelled (W,) float64; rng (4,) uint64; out (W,) float64, written."""
     for w in range(word_tables.shape[0]):
         out[w] = antoniak(int(word_tables[w]), b * spelled[w], rng)
 
@@ -121,7 +158,9 @@ def lexicon_tables(word_tables, b, spelled, rng, out):
 @kernel(cache=True)
 def _log_target_b(eta, customers, tables, shape, scale):
     """log p(b | tables) + eta at b = exp(eta): the Dirichlet-process restaurants' seating terms
-    sum_r [t_r log b + lgamma(b) - lgamma(b + n_r)] under a Gamma(shape, scale) prior."""
+    sum_r [t_r log b + lgamma(b) - lgamma(b + n_r)] under a Gamma(shape, scale) prior.
+
+    Shapes: customers (R,) int64 or float64, tables (R,) float64, one entry per restaurant."""
     b = math.exp(eta)
     if not (b > 1e-20 and b < 1e300):
         return -np.inf
@@ -136,7 +175,9 @@ def _log_target_b(eta, customers, tables, shape, scale):
 def sample_concentration(b, customers, tables, shape, scale, rng, iterations):
     """Redraw the concentration b shared by DP restaurants with customers (R,) and tables (R,), by
     slice sampling log b (stepping out, then shrinkage; Neal 2003), as the MCMC engine samples an
-    adaptor's b (3.13). Returns the new b."""
+    adaptor's b (3.13). Returns the new b.
+
+    Shapes: customers (R,) int64 or float64, tables (R,) float64; rng (4,) uint64."""
     x = math.log(b)
     for _ in range(iterations):
         level = _log_target_b(x, customers, tables, shape, scale) + math.log(uniform_pos(rng))
@@ -164,7 +205,10 @@ def sample_concentration(b, customers, tables, shape, scale, rng, iterations):
 
 @kernel(cache=True)
 def spelling_counts(spell, spell_ptr, word_tables, n_char):
-    """Uses of the base's rules by the tables: (CHARS -> CHAR CHARS, CHARS -> CHAR, per character)."""
+    """Uses of the base's rules by the tables: (CHARS -> CHAR CHARS, CHARS -> CHAR, per character).
+
+    Shapes: spell (P,) int32, spell_ptr (W + 1,) int64, word_tables (W,) float64; returns two floats and
+    (n_char,) float64."""
     more = 0.0
     last = 0.0
     chars = np.zeros(n_char)
@@ -181,7 +225,10 @@ def spelling_counts(spell, spell_ptr, word_tables, n_char):
 def base_probabilities(spell, spell_ptr, word_tables, prior_more, prior_last, prior_chars, out):
     """out[w] = G0(w) with the base's rule probabilities at their posterior means given the
     tables (Dirichlet priors prior_more, prior_last for the CHARS rules, prior_chars (C,) for
-    CHAR -> c)."""
+    CHAR -> c).
+
+    Shapes: spell (P,) int32, spell_ptr (W + 1,) int64, word_tables (W,) float64, prior_chars (C,) float64; out
+    (W,) float64, written."""
     more, last, chars = spelling_counts(spell, spell_ptr, word_tables, prior_chars.shape[0])
     l_more = math.log((prior_more + more) / (prior_more + prior_last + more + last))
     l_last = math.log((prior_last + last) / (prior_more + prior_last + more + last))
@@ -202,7 +249,9 @@ def optimize_alpha(ndk, doc_length, alpha, iterations):
                                  / sum_d [psi(n_d + alpha_0) - psi(alpha_0)].
     Each digamma difference is sum_{i < n} 1 / (x + i), so with the counts binned once (documents with
     at least n tokens, and with at least n tokens of topic k) an iteration costs K x the longest
-    document instead of D x K digammas (Wallach's histogram form)."""
+    document instead of D x K digammas (Wallach's histogram form).
+
+    Shapes: ndk (D, K) int32; doc_length (D,) int64; alpha (K,) float64, updated."""
     D, K = ndk.shape
     longest = 0
     for d in range(D):
@@ -236,7 +285,9 @@ def optimize_alpha(ndk, doc_length, alpha, iterations):
 @kernel(cache=True)
 def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
     """log p(z, w | alpha, b (K,), G0) with the documents' proportions and the topics integrated out:
-    the trace of a run, and the target whose ratios `topic_weights` gives."""
+    the trace of a run, and the target whose ratios `topic_weights` gives.
+
+    Shapes: ndk (D, K) int32, nwk (W, K) int32, nk (K,) int64; alpha, b (K,) float64; base (W,) float64."""
     D, K = ndk.shape
     a0 = alpha.sum()
     out = 0.0
@@ -258,7 +309,9 @@ def collapsed_log_joint(ndk, nwk, nk, alpha, b, base):
 
 @kernel(cache=True)
 def random_topics(z, n_topics, rng):
-    """The sampler's starting point: every token's topic uniform at random."""
+    """The sampler's starting point: every token's topic uniform at random.
+
+    Shapes: z (N,) int32, written; rng (4,) uint64."""
     for t in range(z.shape[0]):
         z[t] = min(int(uniform(rng) * n_topics), n_topics - 1)
 
@@ -269,7 +322,10 @@ def entries_from_counts(G, S, V, R, spell, spell_ptr, nwk, word_tables, pos, sta
     its f~ set to n_kw, and with a shared lexicon an entry of WORD for every word with topic tables
     (word_tables (W,)), which the topic entries reference. spell / spell_ptr: every word type's
     terminal ids. Starts at word type `pos` and returns the next one; stopping early means the
-    pools need what `need` says."""
+    pools need what `need` says.
+
+    Shapes: spell (P,) int32, spell_ptr (W + 1,) int64; nwk (W, K) int32; word_tables (W,) float64; stack int32,
+    room for a label's walk; need (3,) int64."""
     W, K = nwk.shape
     while pos < W:
         word = spell[spell_ptr[pos]:spell_ptr[pos + 1]]
@@ -304,7 +360,9 @@ def sample_document_topics(weights, alpha, sweeps, rng, theta):
     """E[theta] of one new document with the topics fixed, by collapsed Gibbs sampling of its tokens'
     topics: weights (T, K) are P_k(w_t) up to a factor per token; the tokens are seated one by one
     from their conditional, then `sweeps` sweeps redraw them, and theta (K,) gets the mean of
-    (n_k + alpha_k) / (T + alpha_0) over the second half of the sweeps (the first is burn-in)."""
+    (n_k + alpha_k) / (T + alpha_0) over the second half of the sweeps (the first is burn-in).
+
+    Shapes: weights (T, K) float64; alpha (K,) float64; rng (4,) uint64; theta (K,) float64, written."""
     T, K = weights.shape
     a0 = alpha.sum()
     z = np.empty(T, np.int64)
@@ -336,7 +394,10 @@ def infer_documents_gibbs(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, se
     """E[theta] of every document (thetas (D, K)) by `sample_document_topics`, in parallel; phis
     (tokens, K) are the tokens' topic distributions given it, logliks (D,) sum_t log sum_k theta_k
     P_k(w_t). A document's random stream comes from `seed` and its own text, so it gets the same
-    theta whichever documents are inferred with it and on however many threads."""
+    theta whichever documents are inferred with it and on however many threads.
+
+    Shapes: chars, tok_ptr, doc_ptr, alpha as in `topics.infer_documents`; seed an integer; thetas (D, K), phis
+    (tokens, K) and logliks (D,) float64, written."""
     G, S, V, R = borrowed((G, S, V, R))
     _infer_gibbs_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, np.uint64(seed), thetas, phis,
                           logliks)
@@ -344,7 +405,9 @@ def infer_documents_gibbs(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, se
 
 @kernel(cache=True)
 def text_seed(seed, chars, tok_ptr, t0, t1):
-    """A 64-bit seed from `seed` and the characters of tokens t0..t1 (token boundaries included)."""
+    """A 64-bit seed from `seed` and the characters of tokens t0..t1 (token boundaries included).
+
+    Shapes: chars (characters,) int32 and tok_ptr (tokens + 1,) int64, as in `topics.infer_documents`."""
     x = seed
     for t in range(t0, t1):
         for p in range(tok_ptr[t], tok_ptr[t + 1]):
@@ -355,6 +418,9 @@ def text_seed(seed, chars, tok_ptr, t0, t1):
 
 @kernel(cache=True, parallel=True)
 def _infer_gibbs_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, sweeps, seed, thetas, phis, logliks):
+    """`infer_documents_gibbs`' parallel loop over the documents.
+
+    Shapes: as `infer_documents_gibbs`, seed a uint64."""
     for d in prange(doc_ptr.shape[0] - 1):
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
         logp, _ = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)

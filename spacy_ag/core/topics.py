@@ -14,6 +14,26 @@ fixed-point iterations per document, with the grammatons fixed, give each
 token's topic distribution; S trees are then drawn per token and counted into
 f, g and h exactly like the general E-step (4.5), so the grammatons, updates,
 pruning and hyperparameter steps are shared with word segmentation.
+
+The arrays of `TopicRules` (built by `spacy_ag.topics.model.topic_rules` from the
+compiled topic grammar): the rule, nonterminal and adaptor ids the topic kernels
+use, all int64. K topics, A adaptors (the K topics, and WORD when it is adapted),
+n_term terminals (characters). Rule ids index `GrammarArrays.rule_*` and the
+per-rule arrays of `Variational`; fields of shape (1,) hold one id.
+
+    field          shape      dtype  meaning
+    doc_topic      (K,)       int64  rule DOC -> TOPIC_i of topic i
+    topic_word     (K,)       int64  rule TOPIC_i -> WORD of topic i
+    topic_nt       (K,)       int64  nonterminal id of TOPIC_i
+    topic_adaptor  (K,)       int64  adaptor index of TOPIC_i
+    adaptor_topic  (A,)       int64  topic of each adaptor index; -1 for WORD (the shared lexicon)
+    sent_doc       (1,)       int64  rule SENT -> DOC
+    word_chars     (1,)       int64  rule WORD -> CHARS
+    chars_more     (1,)       int64  rule CHARS -> CHAR CHARS
+    chars_last     (1,)       int64  rule CHARS -> CHAR
+    char_rule      (n_term,)  int64  rule CHAR -> t of each terminal t; -1 for a terminal without one
+    nts            (3,)       int64  nonterminal ids of WORD, CHARS and CHAR
+    word_adaptor   (1,)       int64  adaptor index of WORD, the shared lexicon; -1 when WORD is not adapted
 """
 from collections import namedtuple
 
@@ -51,7 +71,9 @@ TopicRules = namedtuple(
 
 @kernel(cache=True)
 def base_log_weight(R, lrho, chars):
-    """log weight of spelling `chars` from the base: WORD -> CHARS, the CHARS chain, CHAR -> c."""
+    """log weight of spelling `chars` from the base: WORD -> CHARS, the CHARS chain, CHAR -> c.
+
+    Shapes: lrho (rules,) float64; chars (n,) int32, the word's terminal ids."""
     n = chars.shape[0]
     lw = lrho[R.word_chars[0]] + (n - 1) * lrho[R.chars_more[0]] + lrho[R.chars_last[0]]
     for p in range(n):
@@ -73,7 +95,9 @@ def lexicon_entry(S, R, y):
 @kernel(cache=True)
 def word_log_weight(S, V, R, chars, y):
     """log weight of WORD spelling `chars` (yield node y, or -1 if it has none): the base, plus the
-    word's lexicon entry when WORD is adapted."""
+    word's lexicon entry when WORD is adapted.
+
+    Shapes: chars (n,) int32, the word's terminal ids."""
     lw = base_log_weight(R, V.lrho, chars)
     k = lexicon_entry(S, R, y)
     if k >= 0 and V.lw[k] > -np.inf:
@@ -84,7 +108,11 @@ def word_log_weight(S, V, R, chars, y):
 
 @kernel(cache=True)
 def word_topic_log_weights(G, S, V, R, chars, out):
-    """out[i] = log P_i(w) under G' for every topic i."""
+    """out[i] = log P_i(w) under G' for every topic i.
+
+    Returns the word's trie node, or -1 if no entry has that yield.
+
+    Shapes: chars (n,) int32, the word's terminal ids; out (K,) float64, written."""
     K = R.topic_nt.shape[0]
     y = 0
     for p in range(chars.shape[0]):
@@ -111,7 +139,10 @@ def _responsibilities(gamma, logp, weights, phi, elog, scaled, total):
 
     weights[t, i] = P_i(w_t) / max_j P_j(w_t) (`relative_weights` of the log weights logp), so an
     iteration takes K exponentials, not T x K. elog, scaled and total: (K,) work arrays (the fixed
-    point calls this many times per document)."""
+    point calls this many times per document).
+
+    Shapes: gamma (K,) float64; logp, weights (T, K) float64 for the document's T tokens; phi (T, K) float64,
+    written."""
     T, K = weights.shape
     psi_sum = digamma(gamma.sum())
     top = -np.inf
@@ -142,7 +173,11 @@ def _responsibilities(gamma, logp, weights, phi, elog, scaled, total):
 
 @kernel(cache=True)
 def document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1):
-    """log P_i(w) of the tokens t0..t1 of a document (one row each), and each token's yield node."""
+    """log P_i(w) of the tokens t0..t1 of a document (one row each), and each token's yield node.
+
+    Shapes: chars (characters,) int32, every token's terminal ids; tok_ptr (tokens + 1,) int64, token t is
+    chars[tok_ptr[t]:tok_ptr[t+1]]; returns logp (t1 - t0, K) float64 and ys (t1 - t0,) int64 trie nodes,
+    -1 for none."""
     logp = np.empty((t1 - t0, R.topic_nt.shape[0]))
     ys = np.empty(t1 - t0, np.int64)
     for t in range(t0, t1):
@@ -170,7 +205,10 @@ def relative_weights(logp):
 def document_topics(alpha, logp, iterations, gamma, phi):
     """Local mean-field for one document: gamma = alpha + sum_t phi_t with
     phi_t,i proportional to exp(E log theta_i) P_i(w_t). Returns the log likelihood
-    sum_t log sum_i E[theta_i] P_i(w_t) at the end."""
+    sum_t log sum_i E[theta_i] P_i(w_t) at the end.
+
+    Shapes: alpha (K,) float64; logp (T, K) float64 (`document_word_weights`); gamma (K,) and phi (T, K)
+    float64, written."""
     T, K = logp.shape
     elog, scaled, total = np.empty(K), np.empty(K), np.empty(K)
     weights, top = relative_weights(logp)
@@ -199,13 +237,20 @@ def document_topics(alpha, logp, iterations, gamma, phi):
 @kernel(cache=True)
 def infer_documents(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
     """Topic proportions (gammas), token responsibilities (phis, one row per token) and
-    log likelihoods of documents, with the grammatons fixed; documents run in parallel."""
+    log likelihoods of documents, with the grammatons fixed; documents run in parallel.
+
+    Shapes: chars, tok_ptr as in `document_word_weights`; doc_ptr (D + 1,) int64, document d's tokens are
+    doc_ptr[d]:doc_ptr[d+1]; alpha (K,) float64; gammas (D, K), phis (tokens, K) and logliks (D,) float64,
+    written."""
     G, S, V, R = borrowed((G, S, V, R))
     _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks)
 
 
 @kernel(cache=True, parallel=True)
 def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gammas, phis, logliks):
+    """`infer_documents`' parallel loop over the documents.
+
+    Shapes: as `infer_documents`."""
     for d in prange(doc_ptr.shape[0] - 1):
         t0, t1 = doc_ptr[d], doc_ptr[d + 1]
         logp, _ = document_word_weights(G, S, V, R, chars, tok_ptr, t0, t1)
@@ -215,7 +260,9 @@ def _infer_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, alpha, iterations, gamm
 @kernel(cache=True)
 def derivation_label(S, R, topic, chars, lexicon):
     """The derivation of a word under TOPIC_topic, as pool nodes: down to the characters, or,
-    with a lexicon entry (>= 0), to a reference to it."""
+    with a lexicon entry (>= 0), to a reference to it.
+
+    Shapes: chars (n,) int32, the word's terminal ids."""
     root = alloc_node(S, RULE, R.topic_nt[topic], R.topic_word[topic])
     S.node_child[root] = new_table_node(S, R.nts[0], lexicon) if lexicon >= 0 else spelling_label(S, R, chars)
     return root
@@ -223,7 +270,9 @@ def derivation_label(S, R, topic, chars, lexicon):
 
 @kernel(cache=True)
 def spelling_label(S, R, chars):
-    """WORD -> CHARS -> ... -> the characters, as pool nodes (a word spelled by the base)."""
+    """WORD -> CHARS -> ... -> the characters, as pool nodes (a word spelled by the base).
+
+    Shapes: chars (n,) int32, the word's terminal ids."""
     word_nt, chars_nt, char_nt = R.nts[0], R.nts[1], R.nts[2]
     word = alloc_node(S, RULE, word_nt, R.word_chars[0])
     parent = word
@@ -256,7 +305,11 @@ def draw_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iter
     stream (seeds[b]), so the draws do not depend on the number of threads; they are what the
     sequential loop drew too, since the entries that `absorb_document_draws` creates have weight
     zero until the next G'.
-    """
+
+    Shapes: chars, tok_ptr, doc_ptr as in `infer_documents`; docs (B,) int64 document indices; seeds (B,)
+    uint64; alpha (K,) float64; tok_start (B + 1,) int64, the tokens of the documents before b; topics
+    (tok_start[B] * n_samples,) int32, written; entries (the same,) int64, written: the entry drawn, -1 for a
+    spelling from the base, -2 - e for the base's draw of lexicon entry e; logliks (B,) float64, written."""
     G, S, V, R = borrowed((G, S, V, R))
     _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples,
                              tok_start, topics, entries, logliks)
@@ -265,6 +318,9 @@ def draw_documents(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iter
 @kernel(cache=True, parallel=True)
 def _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples,
                              tok_start, topics, entries, logliks):
+    """`draw_documents`' parallel loop over the documents.
+
+    Shapes: as `draw_documents`."""
     for b in prange(docs.shape[0]):
         _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
                        topics, entries, logliks, b)
@@ -273,6 +329,9 @@ def _draw_documents_parallel(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, a
 @kernel(cache=True)
 def _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iterations, n_samples, tok_start,
                    topics, entries, logliks, b):
+    """Document docs[b]'s local E-step (`document_topics`) and its tokens' draws (see `draw_documents`).
+
+    Shapes: as `draw_documents`."""
     K = R.topic_nt.shape[0]
     d = docs[b]
     t0, t1 = doc_ptr[d], doc_ptr[d + 1]
@@ -319,7 +378,9 @@ def _draw_document(G, S, V, R, chars, tok_ptr, doc_ptr, docs, seeds, alpha, iter
 def _absorb_word(G, S, V, R, word, y, lexicon, w, stack):
     """Count a base draw of WORD with weight w: a use of the lexicon entry `lexicon`, or (-1) the
     spelling's rules, and with an adapted WORD a use of the word's lexicon entry, made if new.
-    Returns the lexicon entry, or -1 when WORD is not adapted."""
+    Returns the lexicon entry, or -1 when WORD is not adapted.
+
+    Shapes: word (n,) int32 terminal ids; stack int32, room for a label's walk."""
     if lexicon < 0:
         n = word.shape[0]
         V.g_batch[R.word_chars[0]] += w
@@ -345,7 +406,9 @@ def absorb_document_draws(G, S, V, R, chars, tok_ptr, doc_ptr, docs, n_samples, 
     result[0] accumulates the documents' log likelihood, result[1] the tokens.
     Returns the next position; stopping early means the pools need the (nodes, tables, trie
     nodes) written to `need`.
-    """
+
+    Shapes: chars, tok_ptr, doc_ptr, docs, tok_start, topics, entries, logliks as in `draw_documents`; stack
+    int32, room for a label's walk; result (2,) float64, added to; need (3,) int64."""
     G, S, V, R = borrowed((G, S, V, R))
     K = R.topic_nt.shape[0]
     w = 1.0 / n_samples

@@ -38,7 +38,9 @@ OK, UNPARSEABLE, OVERFLOW = 0, 1, 2
 
 @kernel(cache=True)
 def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, b):
-    """Parse sentence batch[b] under G' and draw samp_len.shape[1] trees (see `estep`)."""
+    """Parse sentence batch[b] under G' and draw samp_len.shape[1] trees (see `estep`).
+
+    Shapes: as `estep`; b: the position in batch."""
     n_samples = samp_len.shape[1]
     d = batch[b]
     w = words[sent_ptr[d]:sent_ptr[d + 1]]
@@ -76,7 +78,10 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
     Sentences go to the threads longest first; with numba's parallel chunk size
     at 1 (`estep_shards.one_item_at_a_time`) each thread takes the next when done, so
     the long ones do not all land on one thread.
-    """
+
+    Shapes: words (n_terminals,) int32; sent_ptr (n_sentences + 1,) int64; batch (B,) int64 sentence indices;
+    seeds (B,) uint64; rec (records, REC_WIDTH) int32 (`chart` on tree records); rec_ptr (B + 1,) int64;
+    samp_len (B, samples) int64, scores (B, samples) float64 and status (B,) int64, written (`Draws`)."""
     G, S, V = borrowed((G, S, V))
     longest_first = np.argsort(sent_ptr[batch] - sent_ptr[batch + 1], kind="mergesort")
     _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, longest_first)
@@ -86,7 +91,9 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
 def draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor):
     """`estep` into records sized `record_factor` per terminal and tree, doubled until they fit
     (the size does not change the draws). Returns (rec, rec_ptr, samp_len, scores, status,
-    the record factor that sufficed); callers run it inside `estep_shards.one_item_at_a_time`."""
+    the record factor that sufficed); callers run it inside `estep_shards.one_item_at_a_time`.
+
+    Shapes: words, sent_ptr, batch, seeds as in `estep`; returns the arrays of `estep_shards.Draws`, then an int."""
     n = batch.shape[0]
     while True:
         rec_ptr = np.zeros(n + 1, np.int64)
@@ -108,15 +115,17 @@ def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_facto
     """One minibatch of Algorithm 2 in one call (without the refinement): `draw_records` with the
     sentences' seeds `stream_seeds(stream_key, len(batch))`, then `absorb` with weight 1 / samples,
     `decay` and `refresh_weights`. One call instead of four saves their dispatch and the Python
-    between them, a fifth of a minibatch of 5 utterances; the seeds and the log likelihood are
-    made here for the same reason (about 18 us of numpy and dispatch in Python). `ordered`, `ptr`:
+    between them, a large share of a small minibatch's time; the seeds and the log likelihood are
+    made here for the same reason (docs/performance.md). `ordered`, `ptr`:
     the stick order of the entries before (as `entries_of_all_adaptors` gives it).
 
     Returns (pos, `batch_loglik`, the draws as `draw_records` gives them, the stick order after):
     pos is -1 - b if sentence batch[b] has no parse (nothing counted), else how far `absorb` got;
     below len(batch) the pools need growing (`need`), and the caller absorbs the rest, then
     decays and refreshes.
-    """
+
+    Shapes: words, sent_ptr, batch as in `estep`; stream_key uint64; stack int32, room for a tree's walk; built
+    int32, room for a tree's records; need (3,) int64; ordered (open entries,) int64 and ptr (A + 1,) int64."""
     seeds = stream_seeds(stream_key, batch.shape[0])
     rec, rec_ptr, samp_len, scores, status, record_factor = draw_records(
         G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
@@ -144,7 +153,10 @@ def minibatches(G, S, V, words, sent_ptr, items, batch_ptr, seed_key, first_stre
     Returns (done, pos, logliks, the draws and record factor as `minibatch` gives them): done is
     how many minibatches were finished whole; below their number, minibatch `done` stopped as
     `minibatch` stops (pos < 0: no parse; else the pools need growing) and the draws are its own.
-    """
+
+    Shapes: words, sent_ptr as in `estep`; items (sentences of all the minibatches,) int64; batch_ptr
+    (n_minibatches + 1,) int64; seed_key uint64; eps, scale, corr (n_minibatches,) float64; stack, built, need as
+    in `minibatch`; returns logliks (n_minibatches,) float64 among the rest."""
     n = batch_ptr.shape[0] - 1
     logliks = np.zeros(n)
     ptr = np.empty(G.adaptor_nt.shape[0] + 1, np.int64)
@@ -175,6 +187,9 @@ def batch_loglik(scores, status):
 
 @kernel(cache=True, parallel=True)
 def _estep_parallel(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, order):
+    """`estep`'s parallel loop: sentence batch[order[i]] on whichever thread takes item i.
+
+    Shapes: as `estep`; order (B,) int64, positions in batch, longest sentence first."""
     for i in prange(order.shape[0]):
         estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores, status, order[i])
 
@@ -188,7 +203,9 @@ def materialize(G, S, V, rec, r0, r1, words, weight, copies, stack, built):
     the sums what counting each draw gives, bit for bit. Each base-expanded adapted
     subtree is resolved, children first, to an equal existing entry or a new one
     (its h counts go to f of that entry).
-    """
+
+    Shapes: rec (records, REC_WIDTH) int32, the tree is rec[r0:r1]; words (the sentence or yield,) int32, which
+    the records' spans index; stack int32, room for a label's walk; built int32, room for the tree's records."""
     top = 0
     for r in range(r1 - 1, r0 - 1, -1):
         kind = rec[r, 0]
@@ -216,6 +233,10 @@ def materialize(G, S, V, rec, r0, r1, words, weight, copies, stack, built):
 
 @kernel(cache=True, inline="always")
 def _add(counts, i, weight, copies):
+    """counts[i] += weight, `copies` times: one addition per draw keeps the sums bit for bit those of counting each
+    draw (see `materialize`).
+
+    Shapes: counts (T,) or (R,) float64."""
     for _ in range(copies):
         counts[i] += weight
 
@@ -224,7 +245,9 @@ def _add(counts, i, weight, copies):
 def copies_of_samples(rec, r0, lengths, copies):
     """copies[s]: how many of the trees drawn for one sentence equal tree s, counted at the first
     of them (0 at the others). The trees' records start at rec[r0] and follow each other;
-    lengths: (samples,). Most of the trees drawn for a short sentence are one tree."""
+    lengths: (samples,). Most of the trees drawn for a short sentence are one tree.
+
+    Shapes: rec (records, REC_WIDTH) int32; lengths (samples,) int64; copies (samples,) int64, written."""
     n = lengths.shape[0]
     start = np.empty(n, np.int64)
     at = r0
@@ -241,6 +264,9 @@ def copies_of_samples(rec, r0, lengths, copies):
 
 @kernel(cache=True, inline="always")
 def _same_records(rec, a, b, length):
+    """Whether the records rec[a:a+length] and rec[b:b+length] are equal, column by column.
+
+    Shapes: rec (records, REC_WIDTH) int32."""
     for i in range(length):
         for c in range(rec.shape[1]):
             if rec[a + i, c] != rec[b + i, c]:
@@ -251,7 +277,10 @@ def _same_records(rec, a, b, length):
 @kernel(cache=True)
 def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built, need):
     """Count the sampled trees of batch[pos:]; return how far it got. Stopping early means the
-    pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks."""
+    pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks.
+
+    Shapes: words, sent_ptr, batch, rec, rec_ptr, samp_len, status as in `estep`; stack, built int32 as in
+    `minibatch`; need (3,) int64."""
     G, S, V = borrowed((G, S, V))
     copies = np.empty(samp_len.shape[1], np.int64)
     while pos < batch.shape[0]:
@@ -275,7 +304,9 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
 def absorb_distinct(G, S, V, words, sent_ptr, batch, rec, rec_ptr, tree_len, copies, status, weight, pos, stack,
                     built, need):
     """`absorb` of draws without their repeated trees (`distinct_trees`): the same counts, in the
-    same order, as `absorb` of the full draws gives; returns how far it got (see `absorb`)."""
+    same order, as `absorb` of the full draws gives; returns how far it got (see `absorb`).
+
+    Shapes: as `absorb`, with tree_len and copies (B, samples) int64 in place of samp_len."""
     G, S, V = borrowed((G, S, V))
     while pos < batch.shape[0]:
         if status[pos] != OK:
@@ -296,7 +327,9 @@ def absorb_distinct(G, S, V, words, sent_ptr, batch, rec, rec_ptr, tree_len, cop
 @kernel(cache=True, inline="always")
 def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built):
     """Count one sentence's trees, whose records start at rec[r] (lengths: (samples,)): each tree
-    `copies` says was drawn (0: a repeat, counted at its first), as often as it was drawn."""
+    `copies` says was drawn (0: a repeat, counted at its first), as often as it was drawn.
+
+    Shapes: rec (records, REC_WIDTH) int32; copies (samples,) int64; w (the sentence,) int32; stack, built int32."""
     for s in range(lengths.shape[0]):
         if copies[s] > 0:
             root = materialize(G, S, V, rec, r, r + lengths[s], w, weight, copies[s], stack, built)
@@ -309,8 +342,12 @@ def distinct_trees(rec, rec_ptr, samp_len, status):
     """The draws of a minibatch without each sentence's repeated trees, for `absorb_distinct`:
     (rec, rec_ptr, tree_len, copies), tree_len[b, s] the records of tree s of sentence b (0 for a
     repeat), copies[b, s] how often it was drawn (`copies_of_samples`; 0 for a repeat). Most of
-    the trees drawn for a short sentence are one tree (about three in four on a stream of short
-    utterances), so a Ray worker sends a quarter of the records. Sentences not OK keep none."""
+    the trees drawn for a short sentence are one tree, so a Ray worker sends a fraction of the
+    records (docs/performance.md). Sentences not OK keep none.
+
+    Shapes: rec (records, REC_WIDTH) int32, rec_ptr (B + 1,) int64, samp_len (B, samples) int64, status (B,)
+    int64 (`Draws`); returns rec (kept records, REC_WIDTH) of rec's dtype, rec_ptr (B + 1,) int64, tree_len and
+    copies (B, samples) int64."""
     n, samples = samp_len.shape
     tree_len = np.zeros((n, samples), np.int64)
     copies = np.zeros((n, samples), np.int64)
@@ -350,7 +387,9 @@ def decay(S, V, eps, scale):
 
 @kernel(cache=True)
 def stick_parameters(S, V, ad, corr):
-    """The entries of `ad` in stick order with their nu1, nu2 (Eqs. 12-13)."""
+    """The entries of `ad` in stick order with their nu1, nu2 (Eqs. 12-13).
+
+    Shapes: returns entries (m,) int64 table ids, nu1 and nu2 (m,) float64."""
     entries = entries_by_rank(S, V, ad)
     nu1, nu2 = np.empty(entries.shape[0]), np.empty(entries.shape[0])
     stick_nus(S, V, ad, entries, corr, nu1, nu2)
@@ -359,7 +398,9 @@ def stick_parameters(S, V, ad, corr):
 
 @kernel(cache=True)
 def stick_nus(S, V, ad, entries, corr, nu1, nu2):
-    """nu1, nu2 (Eqs. 12-13) of the entries of `ad`, given in stick order: (len(entries),) each."""
+    """nu1, nu2 (Eqs. 12-13) of the entries of `ad`, given in stick order.
+
+    Shapes: entries (m,) int64 table ids; nu1, nu2 (m,) float64, written."""
     a = S.ad_a[ad]
     b = S.ad_b[ad]
     tail = 0.0
@@ -383,7 +424,9 @@ def refresh_weights(G, S, V, corr):
 
 @kernel(cache=True)
 def refresh_weights_in_order(G, S, V, corr, ordered, ptr):
-    """`refresh_weights` given the stick order of the entries (as `entries_of_all_adaptors`)."""
+    """`refresh_weights` given the stick order of the entries (as `entries_of_all_adaptors`).
+
+    Shapes: ordered (open entries,) int64 table ids, adaptor ad's ordered[ptr[ad]:ptr[ad+1]]; ptr (A + 1,) int64."""
     G, S, V = borrowed((G, S, V))
     n_rules = V.gamma.shape[0]
     for r in range(n_rules):
@@ -420,7 +463,8 @@ def prune(G, S, V, eps, truncation, stack):
     Top-down, so removing a higher entry frees the lower entries it used
     first; an entry still used by a kept entry stays even beyond K.
     Returns the number of entries removed.
-    """
+
+    Shapes: truncation (A,) int64, K of each adaptor; stack int32, room for a label's walk."""
     G, S, V = borrowed((G, S, V))
     removed = 0
     ptr = np.empty(G.adaptor_nt.shape[0] + 1, np.int64)
@@ -455,7 +499,9 @@ def entry_seed(base, e):
 @kernel(cache=True)
 def rederive_layout(S, entries, max_unary, rec_ptr):
     """rec_ptr[e]:rec_ptr[e+1] is the record room of entries[e]'s draw: the most nodes a tree
-    over its yield can have. Returns the longest yield. rec_ptr: (len(entries) + 1,)."""
+    over its yield can have. Returns the longest yield.
+
+    Shapes: entries (m,) int64 table ids; rec_ptr (m + 1,) int64, written."""
     longest = 0
     rec_ptr[0] = 0
     for e in range(entries.shape[0]):
@@ -484,13 +530,19 @@ def rederive_draws(G, S, V, entries, base, longest, rec, rec_ptr, counts):
     do not depend on the number of threads. Drawing every entry from the same G' is what the
     sequential loop did too: the entries that applying a draw creates have zero weight until the
     next `refresh_weights`, and merges touch only the skipped adaptor.
-    """
+
+    Shapes: entries (m,) int64 table ids in stick order; base uint64; rec (rec_ptr[m], REC_WIDTH) int32;
+    rec_ptr (m + 1,) int64 (`rederive_layout`); counts (m,) int64, written."""
     G, S, V = borrowed((G, S, V))
     _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts)
 
 
 @kernel(cache=True, parallel=True)
 def _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, counts):
+    """`rederive_draws`' parallel loop: REDERIVE_SLICES interleaved slices of the entries, each slice on one thread
+    with its own stack, each draw compared with the entry's label there.
+
+    Shapes: as `rederive_draws`."""
     room = 1
     for e in range(entries.shape[0]):
         room = max(room, rec_ptr[e + 1] - rec_ptr[e])
@@ -505,6 +557,9 @@ def _rederive_draws_parallel(G, S, V, entries, base, longest, rec, rec_ptr, coun
 
 @kernel(cache=True)
 def _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e):
+    """Draw entry e's new derivation into its records (see `rederive_draws`); counts[e] stays -1 without a parse.
+
+    Shapes: as `rederive_draws`."""
     counts[e] = -1
     k = entries[e]
     terms = np.empty(longest + 1, np.int32)
@@ -533,7 +588,8 @@ def _draw_is_label(G, S, rec, r0, r1, label, ad, stack):
     find that entry, the only one with this derivation. Entries of `ad` itself (a recursive
     grammar) may merge while the draws are applied, so a draw reaching one counts as a change,
     and the serial phase decides. stack: (r1 - r0 + 2,) at least.
-    """
+
+    Shapes: rec (records, REC_WIDTH) int32."""
     stack[0] = label
     top = 1
     for r in range(r0, r1):
@@ -587,7 +643,9 @@ def rederive_apply(G, S, V, entries, first_new_rank, pos, rec, rec_ptr, counts, 
     An entry merged away frees its table, which a lower entry created later in the pass may take:
     a table ranked `first_new_rank` or later (V.counters[NEXT_RANK] when the pass began) is such a
     newcomer, not the entry the draw was made for, and is left alone.
-    """
+
+    Shapes: entries, rec, rec_ptr, counts as in `rederive_draws`; terms (longest yield + 1,) int32; stack, built
+    int32 as in `minibatch`; stats (2,) int64, added to; need (3,) int64."""
     G, S, V = borrowed((G, S, V))
     while pos < entries.shape[0]:
         k = entries[pos]
@@ -629,7 +687,8 @@ def sentence_statistics_from_analyses(G, S, V, stack):
     The sentences' analyses are taken out: their rule uses become g~ and
     their table uses f~ (both at corpus scale); what remains in f and
     tab_count is exactly N_rule and U of the tables' labels.
-    """
+
+    Shapes: stack int32, room for the walk of the largest analysis."""
     for d in range(S.sent_root.shape[0]):
         root = S.sent_root[d]
         if root >= 0:
@@ -641,7 +700,9 @@ def sentence_statistics_from_analyses(G, S, V, stack):
 @kernel(cache=True)
 def merge_duplicates(G, S, V, stack):
     """Merge tables with equal labels (MCMC may seat one dish at several tables),
-    lowest adaptors first so that higher labels become comparable; returns merges."""
+    lowest adaptors first so that higher labels become comparable; returns merges.
+
+    Shapes: stack int32, room for two nodes per node of the largest label."""
     merged = 0
     order = G.adaptor_order
     for o in range(order.shape[0] - 1, -1, -1):
@@ -685,6 +746,9 @@ def longest_entry(S):
 
 @kernel(cache=True)
 def grammaton_sizes(G, S, sizes):
+    """Add each adaptor's number of entries (its OPEN tables) to sizes.
+
+    Shapes: sizes (A,) int64."""
     for k in range(S.counters[TAB_HWM]):
         if S.tab_state[k] == OPEN:
             sizes[S.tab_adaptor[k]] += 1

@@ -28,7 +28,9 @@ def trigamma(x):
 @kernel(cache=True)
 def update_alpha(G, V, iterations, fixed):
     """Newton steps on the alpha of every nonterminal A with fixed[A] false (diagonal plus
-    rank-one Hessian, inverted exactly)."""
+    rank-one Hessian, inverted exactly).
+
+    Shapes: fixed (n_nt,) bool."""
     n_rules = V.alpha.shape[0]
     elog = np.empty(n_rules)
     expected_log_theta(V.gamma, G.rule_parent, G.n_nt, elog)
@@ -81,6 +83,9 @@ def update_alpha(G, V, iterations, fixed):
 
 @kernel(cache=True)
 def _log1m_expectations(S, V, ad, corr):
+    """E_q[log V_i] and E_q[log(1 - V_i)] of the sticks of adaptor `ad`, in stick order.
+
+    Shapes: returns two (entries of `ad`,) float64."""
     _, nu1, nu2 = stick_parameters(S, V, ad, corr)
     m = nu1.shape[0]
     elog_v = np.empty(m)
@@ -122,6 +127,9 @@ def update_concentration(S, V, ad, corr, iterations):
 
 @kernel(cache=True)
 def _discount_derivative(a, b, elog_v, elog_1mv):
+    """The derivative in a of the discount's part of the ELBO (4.8), at discount a and concentration b.
+
+    Shapes: elog_v, elog_1mv (m,) float64 (`_log1m_expectations`)."""
     g = 0.0
     for p in range(elog_v.shape[0]):
         i = p + 1

@@ -5,6 +5,22 @@ cached table (whose label is then read from the pool) or build an adapted
 node from the base rules, exactly as G' allows. The chart is in log space,
 so length never underflows. Results come back as a flat preorder list of
 items; a segmentation can be read off inside compiled code for speed.
+
+The item arrays of `viterbi_items` (a node of the best tree per row of items,
+in preorder; tasks is its stack of items to expand). Callers size both
+8 n (n_sym + 2) + 8 rows for a text of n terminals (`segment_batch`,
+`AdaptorGrammar.parse`); -1 stands for none.
+
+    field          shape      dtype  meaning
+    items[:, 0]    (rows,)    int64  kind: ITEM_TERM 0, ITEM_RULE 1, ITEM_TABLE 2 (a reused table, whose label is
+                                     the subtree)
+    items[:, 1]    (rows,)    int64  the item's chart symbol: a user nonterminal, a pseudo symbol for the terminal
+                                     item it becomes, or -1 for the terminal under a lexical rule
+    items[:, 2]    (rows,)    int64  ITEM_RULE: rule id; ITEM_TABLE: table id; ITEM_TERM: terminal id
+    items[:, 3]    (rows,)    int64  start of the span (a terminal position in the text)
+    items[:, 4]    (rows,)    int64  end of the span (exclusive)
+    items[:, 5]    (rows,)    int64  the parent item's row; -1 for the root
+    tasks[:, 0:4]  (rows, 4)  int64  items still to expand: (symbol, start, end, parent row)
 """
 import math
 
@@ -29,7 +45,9 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
     return the best log weight of the start symbol.
 
     lrho[r] and ltab[k] are the log weights of rule r and of reusing table k in G'.
-    """
+
+    Shapes: words (at least n,) int32; lrho (R,) float64; ltab (T,) float64, -inf for a table that is not open;
+    vchart (n_max + 1, width + 2, n_sym) float64 and ynode (n_max + 1, width + 2) int32 (`new_viterbi_chart`)."""
     n_bin = G.bin_parent.shape[0]
     sym_span, sym_suffix = G.sym_span, G.sym_suffix
     width = vchart.shape[1] - 2
@@ -93,7 +111,9 @@ def viterbi_chart(G, S, words, n, lrho, ltab, vchart, ynode):
 
 @kernel(cache=True)
 def _best_option(G, S, words, n, lrho, ltab, vchart, ynode, X, i, j):
-    """Re-find the option that gave the best weight of (X, i, j): (kind, index, split)."""
+    """Re-find the option that gave the best weight of (X, i, j): (kind, index, split).
+
+    Shapes: as `viterbi_chart`, vchart filled by it."""
     width = vchart.shape[1] - 2
     c = column(i, j, width)
     target = vchart[i, c, X]
@@ -133,7 +153,8 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
 
     Returns the number of items (preorder), or -1 if there is no parse.
     Intermediate and pseudo symbols are flattened away.
-    """
+
+    Shapes: as `viterbi_chart`; items (rows, 6) int64 and tasks (rows, 4) int64 (the module docstring)."""
     width = vchart.shape[1] - 2
     if vchart[0, column(0, n, width), G.start] == NEG_INF:
         return -1
@@ -199,6 +220,9 @@ def viterbi_items(G, S, words, n, lrho, ltab, vchart, ynode, items, tasks):
 
 @kernel(cache=True, inline="always")
 def _push(tasks, n_tasks, sym, i, j, parent):
+    """Push the item (sym, i, j) with its parent item on `viterbi_items`' stack; returns the new height.
+
+    Shapes: tasks (rows, 4) int64."""
     tasks[n_tasks, 0] = sym
     tasks[n_tasks, 1] = i
     tasks[n_tasks, 2] = j
@@ -208,7 +232,9 @@ def _push(tasks, n_tasks, sym, i, j, parent):
 
 @kernel(cache=True)
 def log_rho(G, S, lrho, collapsed):
-    """log theta' of every rule under the full trained state."""
+    """log theta' of every rule under the full trained state.
+
+    Shapes: lrho (R,) float64, written."""
     for r in range(lrho.shape[0]):
         lw = math.log(theta_hat(G, S, r, collapsed))
         ad = G.sym_adaptor[G.rule_parent[r]]
@@ -219,7 +245,9 @@ def log_rho(G, S, lrho, collapsed):
 
 @kernel(cache=True)
 def log_table_weights(S, ltab):
-    """log omega of every open table of an MCMC state (the cache weights of its G')."""
+    """log omega of every open table of an MCMC state (the cache weights of its G').
+
+    Shapes: ltab (T,) float64, written; -inf for a table that is not OPEN."""
     for k in range(ltab.shape[0]):
         ltab[k] = math.log(table_weight(S, k)) if S.tab_state[k] == OPEN else -np.inf
 
@@ -230,7 +258,11 @@ def segment_batch(G, S, words, ptr, lrho, ltab, seg_mask, marks, scores):
 
     marks gets one slot per terminal plus one per text (as corpus_marks);
     scores[d] is the best log weight of text d (-inf: no parse, marks left 0).
-    """
+
+    Shapes: words (n_terminals,) int32; ptr (n_texts + 1,) int64, text d is words[ptr[d]:ptr[d+1]]; lrho (R,)
+    float64 (`log_rho`); ltab (T,) float64 (`log_table_weights`); seg_mask (n_sym,) uint8
+    (`CompiledGrammar.symbol_mask`); marks (n_terminals + n_texts,) uint8, written where 1; scores (n_texts,)
+    float64, written."""
     G, S = borrowed((G, S))
     max_n = 1
     for d in range(ptr.shape[0] - 1):

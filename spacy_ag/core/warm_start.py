@@ -39,7 +39,9 @@ def _entry_node(G, So, Sc, k, entry_table, terms, work, top, pend, n_pend):
     copy of k's label, queued on `work` as (online node, chain node) pairs to copy
     their children, and remembered in `pend` so that `entry_table[k]` can name the
     table `add` opens for it.
-    """
+
+    Shapes: entry_table (T of So,) int64, written; terms (at least the yield's length,) int32; work (rows, 2) and
+    pend (rows, 2) int64, rows = need_nodes(n, max_unary) + 1 (`seat_draws`)."""
     X = G.adaptor_nt[So.tab_adaptor[k]]
     x = alloc_node(Sc, TABLE, X, -1)
     t = entry_table[k]
@@ -61,7 +63,9 @@ def _entry_node(G, So, Sc, k, entry_table, terms, work, top, pend, n_pend):
 
 @kernel(cache=True)
 def _copy_children(G, So, Sc, entry_table, terms, work, top, pend, n_pend):
-    """Copy the queued (online node, chain node) pairs' subtrees; returns n_pend."""
+    """Copy the queued (online node, chain node) pairs' subtrees; returns n_pend.
+
+    Shapes: as `_entry_node`."""
     while top > 0:
         top -= 1
         src, dst = work[top, 0], work[top, 1]
@@ -91,7 +95,10 @@ def _copy_children(G, So, Sc, entry_table, terms, work, top, pend, n_pend):
 @kernel(cache=True)
 def _tree_from_records(G, So, Sc, rec, r0, r1, w, entry_table, terms, work, built, pend):
     """The chain-state tree of one drawn analysis (records r0:r1, as `materialize` reads them);
-    returns (root, number of pending new tables in pend)."""
+    returns (root, number of pending new tables in pend).
+
+    Shapes: rec (records, REC_WIDTH) int32; w (n,) int32, the sentence; built (r1 - r0 + 1,) int64; the rest as
+    `_entry_node`."""
     top = 0
     n_pend = 0
     for r in range(r1 - 1, r0 - 1, -1):
@@ -122,7 +129,9 @@ def seat_draws(G, So, Sc, words, sent_ptr, batch, rec, rec_ptr, samp_len, status
     So is the online state the draws name entries of; entry_table[k] is the chain table of online
     entry k (-1: none yet), updated as tables open. Returns the next position, pos unchanged when
     Sc needs growing, or -(d + 1) for a sentence d without a parse.
-    """
+
+    Shapes: words (n_terminals,) int32, sent_ptr (n_sentences + 1,) int64, batch (B,) int64 sentence indices; rec,
+    rec_ptr, samp_len, status as in `estep_shards.Draws`; entry_table (T of So,) int64."""
     G, So, Sc = borrowed((G, So, Sc))
     stack = np.empty(2 * Sc.node_kind.shape[0] + 16, np.int32)
     while pos < batch.shape[0]:
