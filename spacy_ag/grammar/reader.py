@@ -196,7 +196,7 @@ def _detect(lines: List[Line]) -> str:
     return "pycfg"
 
 
-def _is_number(token: str) -> bool:
+def is_number_token(token: str) -> bool:
     try:
         float(token)
     except ValueError:
@@ -205,7 +205,7 @@ def _is_number(token: str) -> bool:
 
 
 def _is_pyadagram_adaptor(tokens: List[str]) -> bool:
-    return len(tokens) == 5 and tokens[0] == "@" and all(_is_number(t) for t in tokens[2:])
+    return len(tokens) == 5 and tokens[0] == "@" and all(is_number_token(t) for t in tokens[2:])
 
 
 def _number(line: Line, token: str, what: str) -> float:
@@ -363,7 +363,7 @@ def _parse_rule_line(line: Line, spans: List[Tuple[int, str]], arrow: int) -> _R
     head, glued = tokens[:arrow], tokens[arrow][len(ARROW):]
     rhs_spans = ([(spans[arrow][0] + len(ARROW), glued)] if glued else []) + spans[arrow + 1:]
     rhs = tuple(token for _, token in rhs_spans)
-    if not head or _is_number(head[-1]):
+    if not head or is_number_token(head[-1]):
         raise line.error(Errors.E313.format(RULE_SHAPE=RULE_SHAPE))
     *fields, parent = head
     if len(fields) > 3:
@@ -412,7 +412,7 @@ def _expand_rule_lines(rule_lines: List[_RuleLine], parents: Set[str], options: 
     return rules
 
 
-def _shorthand_item(token: str, parents: Set[str]) -> Tuple[str, bool]:
+def shorthand_item(token: str, parents: Set[str]) -> Tuple[str, bool]:
     """(symbol, optional) for one right-hand-side token.
 
     `(Y)` and `Y?` (optional), `(Y+)` and `Y*` (zero or more) are shorthand
@@ -437,7 +437,7 @@ def _expand_shorthand(rhs: Tuple[str, ...], parents: Set[str], dummies: Dict[str
     doubled, docs/algorithms.md 7 item 12) and without the empty one."""
     choices = []
     for token in rhs:
-        symbol, optional = _shorthand_item(token, parents)
+        symbol, optional = shorthand_item(token, parents)
         if symbol.endswith("+") and symbol[:-1] in parents and symbol not in parents:
             dummies.setdefault(symbol, where)
         choices.append(((symbol,), ()) if optional else ((symbol,),))
@@ -507,7 +507,7 @@ def _check_typos(rule_lines: List[_RuleLine], parents: Set[str]) -> None:
     `checks.likely_typo`) is reported instead of silently becoming one."""
     for item in rule_lines:
         for token in item.rhs:
-            symbol, _ = _shorthand_item(token, parents)
+            symbol, _ = shorthand_item(token, parents)
             if symbol in parents or symbol == CORPUS_CLASS or (symbol.endswith("+") and symbol[:-1] in parents):
                 continue
             hint = likely_typo(token, parents)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List
 
 from ..errors import Errors
-from .reader import ARROW, _is_number, _shorthand_item
+from .reader import ARROW, is_number_token, shorthand_item
 from .rules import Grammar, GrammarError, Rule
 
 
@@ -63,7 +63,7 @@ def _check_writable(grammar: Grammar) -> None:
         for symbol in (rule.parent,) + rule.children:
             if not symbol or any(char.isspace() for char in symbol) or symbol.startswith(ARROW):
                 raise GrammarError(Errors.E346.format(symbol=symbol), grammar.path)
-        if _is_number(rule.parent):
+        if is_number_token(rule.parent):
             raise GrammarError(Errors.E345.format(parent=rule.parent),
                                grammar.path)
         for child in rule.children:
@@ -72,5 +72,5 @@ def _check_writable(grammar: Grammar) -> None:
 
 
 def _reads_as_shorthand(token: str, parents: set) -> bool:
-    symbol, optional = _shorthand_item(token, parents)
+    symbol, optional = shorthand_item(token, parents)
     return optional or (symbol.endswith("+") and symbol[:-1] in parents)
