@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, TextIO, Tuple
 
+from ..archive import naming_failed_write
 from ..errors import AnnotationError, Errors
 
 __all__ = ["PartFile", "Shard", "ShardWriter", "plan_shards"]
@@ -68,29 +69,38 @@ def plan_shards(input_dir: Path, output_dir: Optional[Path]) -> Tuple[List[Shard
 
 class PartFile:
     """A text file written under a temporary name beside it: `commit` makes it appear whole (on disk,
-    then renamed over its name), `discard` removes the part written so far."""
+    then renamed over its name), `discard` removes the part written so far. A full disk is one
+    OutputWriteError naming the target (`naming_failed_write`); the part file is then discarded."""
 
     def __init__(self, target: Path, temporary: Path):
         self.target, self.temporary = target, temporary
-        target.parent.mkdir(parents=True, exist_ok=True)
-        self.stream: Optional[TextIO] = open(temporary, "w", encoding="utf8", newline="\n")
+        with naming_failed_write(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self.stream: Optional[TextIO] = open(temporary, "w", encoding="utf8", newline="\n")
 
     def write(self, lines: List[str]) -> None:
-        self.stream.writelines(line + "\n" for line in lines)
+        with naming_failed_write(self.target):
+            self.stream.writelines(line + "\n" for line in lines)
 
     def commit(self) -> None:
-        self.stream.flush()
-        os.fsync(self.stream.fileno())  # on disk before the rename makes it complete
-        self.stream.close()
-        self.stream = None
-        os.replace(self.temporary, self.target)
-
-    def discard(self) -> None:
-        if self.stream is not None:
+        with naming_failed_write(self.target):
+            self.stream.flush()
+            os.fsync(self.stream.fileno())  # on disk before the rename makes it complete
             self.stream.close()
             self.stream = None
-            if self.temporary.exists():
-                self.temporary.unlink()
+            os.replace(self.temporary, self.target)
+
+    def discard(self) -> None:
+        """Remove the part written; closing may fail as the writes did (a full disk), which must not keep
+        the part file, nor replace the error being handled."""
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            try:
+                stream.close()
+            except OSError:
+                pass
+        if self.temporary.exists():  # after `commit` it is gone: renamed over the target
+            self.temporary.unlink()
 
 
 class ShardWriter(PartFile):

@@ -48,10 +48,7 @@ def _errors_as_lines(func):
         except typer.Exit:
             raise
         except BrokenPipeError:  # `spacy-ag segment ... | head`: stop quietly
-            try:
-                sys.stdout = open(os.devnull, "w")
-            except OSError:
-                pass
+            _quiet_stdout()
             raise typer.Exit(1)
         except TrainingStopped as stop:
             warn(stop)
@@ -63,11 +60,19 @@ def _errors_as_lines(func):
         except SpacyAgError as err:
             fail(err.coded_line())
             raise typer.Exit(1)
-        except (ValueError, OSError, RuntimeError, KeyError) as err:
-            message = str(err) if not isinstance(err, KeyError) else f"unknown name {err}"
-            if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
-                message = f"{err.filename}: {message}"
-            fail(coded(SYSTEM_ERROR if isinstance(err, OSError) else INPUT_ERROR, message))
+        except OSError as err:
+            from ..archive import full_disk_error
+
+            full = full_disk_error(err, err.filename or "stdout")  # the writers of files name theirs
+            if full is None:
+                fail(coded(SYSTEM_ERROR, str(err) if not err.filename or str(err.filename) in str(err)
+                           else f"{err.filename}: {err}"))
+                raise typer.Exit(1)
+            fail(full.coded_line())
+            _quiet_stdout()  # its unwritten buffer would fail once more at exit, a second message
+            raise typer.Exit(1)
+        except (ValueError, RuntimeError, KeyError) as err:
+            fail(coded(INPUT_ERROR, str(err) if not isinstance(err, KeyError) else f"unknown name {err}"))
             raise typer.Exit(1)
         except Exception as err:  # a bug: still one line, with a way to see the traceback
             fail(coded(INTERNAL_ERROR, f"internal error ({type(err).__name__}: {err}); rerun with {DEBUG_ENV}=1 "
@@ -75,6 +80,20 @@ def _errors_as_lines(func):
             raise typer.Exit(1)
 
     return wrapper
+
+
+def _quiet_stdout() -> None:
+    """Send what is left for stdout to /dev/null: stdout cannot take it (a closed pipe, a full disk), and its
+    buffer, flushed again at exit, would print a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's captured stdout)
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
 
 
 def _require_file(path: Path, what: str) -> Path:

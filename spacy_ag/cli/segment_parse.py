@@ -44,7 +44,8 @@ def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
 
 
 class _Writer:
-    """stdout or a file (written to a temporary name, renamed when complete: `PartFile`)."""
+    """stdout or a file (written to a temporary name, renamed when complete: `PartFile`); on any error,
+    a full disk included (one line naming the file), the part written is removed."""
 
     def __init__(self, path: Optional[Path]):
         self.path = path
@@ -58,13 +59,23 @@ class _Writer:
         self.file = PartFile(self.path, self.path.with_name(self.path.name + ".part"))
         return self.file.stream
 
-    def __exit__(self, exc_type, *rest) -> None:
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        from ..archive import full_disk_error
+
         if self.file is None:
             sys.stdout.flush()
-        elif exc_type is None:
-            self.file.commit()
-        else:
-            self.file.discard()
+            return
+        if exc_type is None:
+            try:
+                self.file.commit()
+            except BaseException:
+                self.file.discard()
+                raise
+            return
+        self.file.discard()
+        error = full_disk_error(exc, self.path)  # the lines are written to the stream directly: name the file
+        if error is not None:
+            raise error from exc
 
 
 @contextmanager
