@@ -336,14 +336,14 @@ class Errors(metaclass=_WithCodes):
             "stream allows only once: save it to a file first and give that file")
     E202 = ("{path}: cannot write: {reason}; {todo}, then run the command again (the outputs written whole "
             "before stay; no partial file is left)")
-    E203 = ("--output {path} holds files spacy-ag did not write ({listing}); training writes {writes} there, "
+    E203 = ("output {path} holds files spacy-ag did not write ({listing}); {command} writes {writes} there, "
             "replacing anything of the same name: give a new or empty --output directory, or pass --force to "
             "write into this one anyway")
-    E204 = ("--output {path} holds shards {was} ({manifest}), but this run makes them {now}; complete shards are "
+    E204 = ("--output {path} holds shards of {was} ({manifest}), but this run is {now}; complete shards are "
             "skipped, so the output would mix both: give a new --output directory, or pass --force to rewrite "
             "every shard")
-    E205 = ("--output {path} holds {count} shard{s} of INPUT ({first}, ...) but no record of the model that made "
-            "them ({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
+    E205 = ("--output {path} holds {count} shard{s} of INPUT (first: {first}) but no record of what made them "
+            "({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
             "whether they match: give a new --output directory, or pass --force to rewrite every shard")
     E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed: {reason}; the model is saved and scored by "
             "its held-out likelihood; {todo}")

@@ -14,7 +14,7 @@ import typer
 
 from . import app
 from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, resolve_model_dir, warn
-from .segment_parse import BACKEND_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
+from .segment_parse import BACKEND_HELP, FORCE_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
 
 
 def load_topic_model(path: Path):
@@ -243,6 +243,7 @@ def tag_topics_cli(
     backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
+    force: bool = typer.Option(False, "--force", "-F", help=FORCE_HELP),
 ) -> None:
     """Print the topics of each document of INPUT: its most probable topic, a tab, and its topic
     proportions E_q[theta] in topic order (4 decimals, separated by spaces); a blank line stays blank.
@@ -251,8 +252,8 @@ def tag_topics_cli(
     """
     from ..annotation.tasks import TagTopics
 
-    _annotate(TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output, backend,
-              ray_address, workers)
+    _annotate("tag-topics", TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output,
+              backend, ray_address, workers, force)
 
 
 @app.command("export-ldavis")

@@ -29,6 +29,7 @@ import typer
 from ..components.fitting import FitObserver, observe_fitting
 from ..config import load_pipeline_config, one_line
 from ..errors import ConfigError, Errors, TrainingLayerError
+from .foreign_output import PIPELINE_OUTPUTS, refuse_foreign_output
 from .inputs import check_jsonl, require_file
 from .lock import output_lock
 from .progress import TraceLog, good, info, warn
@@ -171,7 +172,8 @@ def _dev_examples(nlp) -> List:
 
 
 def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[Mapping[str, Any]] = None, *,
-                   interactive: Optional[bool] = None, show_scores: bool = True) -> PipelineTrainingResult:
+                   interactive: Optional[bool] = None, show_scores: bool = True,
+                   force: bool = False) -> PipelineTrainingResult:
     """Train a pipeline config as ``spacy train`` does, and write what spacy-ag adds beside it.
 
     config_path (Path): The pipeline config (with an [nlp] section).
@@ -179,6 +181,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
     overrides (Mapping[str, Any]): Dotted config overrides (``{"paths.train": "x.jsonl"}``).
     interactive (Optional[bool]): Progress bar (default: when stderr is a terminal).
     show_scores (bool): Print the dev scores.
+    force (bool): Write into an existing OUTPUT that spacy-ag did not write (`foreign_output`).
     RETURNS (PipelineTrainingResult): The trained nlp, the paths and the scores.
     """
     from spacy.training.initialize import init_nlp
@@ -196,6 +199,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
     _read_plain_text(config, _check_corpora(interpolated, config_path))
     if out.exists() and not out.is_dir():
         raise TrainingLayerError(Errors.E033.format(path=out))
+    refuse_foreign_output(out, force, PIPELINE_OUTPUTS)
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
         if interactive is None:
             interactive = sys.stderr.isatty()

@@ -31,6 +31,7 @@ from ..errors import Errors, TrainingLayerError
 from .engine import write_text_atomic
 from .lock import interrupted, output_lock, stopped
 from .progress import TraceLog, good, info
+from .foreign_output import TOPIC_OUTPUTS, refuse_foreign_output
 from .inputs import require_file
 from .resume import check_resume, cut_trace, run_fingerprint, start_run
 
@@ -64,8 +65,9 @@ def _split(docs: List[List[str]], fraction: float, seed: int):
 
 
 def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Optional[Mapping[str, Any]] = None,
-                 *, resume: bool = False, show_topics: bool = True) -> TopicTrainingResult:
-    """Train a topic config as ``spacy-ag train`` does and write the output directory."""
+                 *, resume: bool = False, show_topics: bool = True, force: bool = False) -> TopicTrainingResult:
+    """Train a topic config as ``spacy-ag train`` does and write the output directory (an existing one
+    that spacy-ag did not write only with `force`: `foreign_output`)."""
     from ..topics.coherence import coherence, read_documents
 
     config_path = Path(config_path)
@@ -86,6 +88,7 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
                                    "training": {"seed": run.seed}}, {"corpus": corpus})
     if resume:
         check_resume(checkpoints, fingerprint, [GIBBS_CHECKPOINT if t.inference == "gibbs" else CHECKPOINT])
+    refuse_foreign_output(out, force, TOPIC_OUTPUTS)
     docs = read_documents(corpus)
     train, held = _split(docs, v["corpus"].heldout_fraction, run.seed)
     if not train:
