@@ -329,11 +329,11 @@ class Errors(metaclass=_WithCodes):
     E452 = "{path} is not a directory of this user"
 
     # ---- output safety: streams as inputs, full disks, outputs spacy-ag did not write (E200-E219)
-    E200 = ("{path}: the {what} is {kind}, not a regular file; training reads it more than once (its SHA-256 "
-            "fingerprints the run for --resume, then the text is read), and a stream can be read only once: save "
-            "it to a file first (e.g. `cat > corpus.txt`) and give that file")
-    E201 = ("{path}: the {what} is {kind}, not a regular file, and this command reads it more than once, which a "
-            "stream allows only once: save it to a file first and give that file")
+    E200 = ("{path}: {what} is {kind}, not a regular file; training reads it more than once (its SHA-256 "
+            "fingerprints the run for --resume, then the text is read), and a pipe or /dev/stdin fed by one can be "
+            "read only once: save it to a file first (e.g. `cat > corpus.txt`) and give that file")
+    E201 = ("{path}: {what} is {kind}, not a regular file, and this command reads it more than once, which a pipe "
+            "or /dev/stdin fed by one allows only once: save it to a file first and give that file")
     E202 = ("{path}: cannot write: {reason}; {todo}, then run the command again (the outputs written whole "
             "before stay; no partial file is left)")
     E203 = ("output {path} holds files spacy-ag did not write ({listing}); {command} writes {writes} there, "
@@ -345,8 +345,7 @@ class Errors(metaclass=_WithCodes):
     E205 = ("--output {path} holds {count} shard{s} of INPUT (first: {first}) but no record of what made them "
             "({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
             "whether they match: give a new --output directory, or pass --force to rewrite every shard")
-    E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed: {reason}; the model is saved and scored by "
-            "its held-out likelihood; {todo}")
+    E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed, so it is reported as n/a: {reason}; {todo}")
 
 
 def coded(code: str, message: str) -> str:

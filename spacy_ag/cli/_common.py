@@ -96,11 +96,20 @@ def _quiet_stdout() -> None:
             pass
 
 
-def _require_file(path: Path, what: str) -> Path:
+def _require_file(path: Path, what: str, stream_ok: bool = False) -> Path:
+    """`path` exists and is not a directory; unless `stream_ok` (a command that reads it once, from start
+    to end), it must be a regular file: a pipe or /dev/stdin fed by one is refused (E201) rather than read
+    empty the second time."""
+    from ..errors import Errors, SpacyAgError
+    from ..train.inputs import stream_kind
+
     if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
     if path.is_dir():
         raise IsADirectoryError(f"{what} {path} is a directory, expected a file")
+    kind = stream_kind(path)
+    if kind is not None and not stream_ok:
+        raise SpacyAgError(Errors.E201.format(path=path, what=what, kind=kind))
     return path
 
 

@@ -39,7 +39,7 @@ def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
             yield number, raw.rstrip("\n").rstrip("\r")
         return
     path = Path(source)
-    _require_file(path, "input file")
+    _require_file(path, "input file", stream_ok=True)
     yield from iter_lines(path)
 
 
