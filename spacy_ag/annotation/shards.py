@@ -124,13 +124,15 @@ def claim_shards(input_dir: Path, output_dir: Path, made_by: Mapping[str, Any], 
 class PartFile:
     """A text file written under a temporary name beside it: `commit` makes it appear whole (on disk,
     then renamed over its name), `discard` removes the part written so far. A full disk is one
-    OutputWriteError naming the target (`naming_failed_write`); the part file is then discarded."""
+    OutputWriteError naming the target (`naming_failed_write`); the part file is then discarded.
+    Without a temporary name (`temporary` None: a device or pipe such as /dev/stdout, which a rename
+    would replace by a regular file) the target itself is written."""
 
-    def __init__(self, target: Path, temporary: Path):
+    def __init__(self, target: Path, temporary: Optional[Path]):
         self.target, self.temporary = target, temporary
         with naming_failed_write(target):
             target.parent.mkdir(parents=True, exist_ok=True)
-            self.stream: Optional[TextIO] = open(temporary, "w", encoding="utf8", newline="\n")
+            self.stream: Optional[TextIO] = open(temporary or target, "w", encoding="utf8", newline="\n")
 
     def write(self, lines: List[str]) -> None:
         with naming_failed_write(self.target):
@@ -139,10 +141,12 @@ class PartFile:
     def commit(self) -> None:
         with naming_failed_write(self.target):
             self.stream.flush()
-            os.fsync(self.stream.fileno())  # on disk before the rename makes it complete
+            if self.temporary is not None:
+                os.fsync(self.stream.fileno())  # on disk before the rename makes it complete
             self.stream.close()
             self.stream = None
-            os.replace(self.temporary, self.target)
+            if self.temporary is not None:
+                os.replace(self.temporary, self.target)
 
     def discard(self) -> None:
         """Remove the part written; closing may fail as the writes did (a full disk), which must not keep
@@ -153,7 +157,7 @@ class PartFile:
                 stream.close()
             except OSError:
                 pass
-        if self.temporary.exists():  # after `commit` it is gone: renamed over the target
+        if self.temporary is not None and self.temporary.exists():  # after `commit`: renamed over the target
             self.temporary.unlink()
 
 

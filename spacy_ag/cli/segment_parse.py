@@ -55,8 +55,12 @@ class _Writer:
         if self.path is None:
             return sys.stdout
         from ..annotation.shards import PartFile
+        from ..train.inputs import stream_kind
 
-        self.file = PartFile(self.path, self.path.with_name(self.path.name + ".part"))
+        if stream_kind(self.path) is not None:  # /dev/stdout, a pipe: written in place, never renamed over
+            self.file = PartFile(self.path, None)
+        else:
+            self.file = PartFile(self.path, self.path.with_name(self.path.name + ".part"))
         return self.file.stream
 
     def __exit__(self, exc_type, exc, traceback) -> None:

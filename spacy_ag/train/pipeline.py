@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import typer
 
+from ..archive import naming_failed_write, write_atomic_file
 from ..components.fitting import FitObserver, observe_fitting
 from ..config import load_pipeline_config, one_line
 from ..errors import ConfigError, Errors, TrainingLayerError
@@ -223,14 +224,15 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
         nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
         dev = _dev_examples(nlp)
         loop_log = io.StringIO()  # spaCy's table of steps; the scores are shown below
-        nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
+        with naming_failed_write(out):  # spaCy writes model-best/ and model-last/ there: a full disk names OUTPUT
+            nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
         model_dir = out / "model-last"
         scores = None
         if not dev:
             info("No gold dev data ([corpora.dev] is empty): not evaluated")
         else:
             scores = dict(nlp.evaluate(dev))
-            (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+            write_atomic_file(out / "scores.json", (json.dumps(scores, indent=2) + "\n").encode("utf8"))
         good(f"Saved the pipeline to {model_dir}")
         info(f"Trace: {out / 'trace.jsonl'}")
         if scores is not None and show_scores:
