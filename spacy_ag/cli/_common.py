@@ -16,7 +16,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import typer
 
-from ..errors import SpacyAgError, coded
+from ..errors import OutputWriteError, SpacyAgError, coded
 from ..train.progress import TraceLog, TrainingStopped, fail, good, info, warn  # noqa: F401 (shared by commands)
 
 PROG = "spacy-ag"
@@ -59,11 +59,14 @@ def _errors_as_lines(func):
             raise typer.Exit(code)
         except SpacyAgError as err:
             fail(err.coded_line())
+            if isinstance(err, OutputWriteError):
+                _quiet_stdout()  # its unwritten buffer would fail once more at exit, a second message
             raise typer.Exit(1)
         except OSError as err:
             from ..archive import full_disk_error
 
-            full = full_disk_error(err, err.filename or "stdout")  # the writers of files name theirs
+            # the writers of files and stdout name theirs; this is another library's file (spaCy, matplotlib)
+            full = full_disk_error(err, err.filename or "an output file (the system does not say which)")
             if full is None:
                 fail(coded(SYSTEM_ERROR, str(err) if not err.filename or str(err.filename) in str(err)
                            else f"{err.filename}: {err}"))

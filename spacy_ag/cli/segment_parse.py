@@ -64,10 +64,16 @@ class _Writer:
         return self.file.stream
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        from ..archive import full_disk_error
+        from ..archive import full_disk_error, naming_failed_write
 
         if self.file is None:
-            sys.stdout.flush()
+            if exc_type is None:
+                with naming_failed_write("stdout"):
+                    sys.stdout.flush()
+                return
+            error = full_disk_error(exc, "stdout")
+            if error is not None:
+                raise error from exc
             return
         if exc_type is None:
             try:
