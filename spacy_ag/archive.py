@@ -20,6 +20,7 @@ converted on load, with a warning.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import io
@@ -34,13 +35,14 @@ import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Union
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
 
 import numpy as np
 
-from .errors import Errors, ModelFileError
+from .errors import Errors, ModelFileError, OutputWriteError
 
-__all__ = ["Archive", "FORMAT_VERSION", "archive_bytes", "atomic_writer", "is_archive", "read_archive", "replace_directory",
+__all__ = ["Archive", "FORMAT_VERSION", "FULL_DISK", "archive_bytes", "atomic_writer", "full_disk_error", "is_archive",
+           "naming_failed_write", "read_archive", "replace_directory",
            "read_archive_bytes", "remove_leftovers", "write_archive", "write_atomic_file"]
 
 FORMAT_VERSION = 2
@@ -129,7 +131,7 @@ def remove_leftovers(folder: PathLike) -> List[str]:
     """Remove the temporary files and directories that killed atomic writes left in `folder`.
 
     Only names of the exact form the writers below create are touched (files ending in .tmp,
-    directories in .tmp or .old; never a symlink); returns the names removed, sorted. Call it
+    directories in .tmp or .old, and links in .old, removed without following them); returns the names removed, sorted. Call it
     only where no other process is writing (a trainer does it under its output lock).
     """
     removed = []
@@ -139,10 +141,12 @@ def remove_leftovers(folder: PathLike) -> List[str]:
         return removed
     for entry in entries:
         match = _LEFTOVER.match(entry.name)
-        if match is None or entry.is_symlink():
+        if match is None or (entry.is_symlink() and match.group(1) != "old"):
             continue
         try:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_symlink():  # a linked directory moved aside by `replace_directory`: the link goes
+                os.unlink(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
             elif match.group(1) == "tmp" and entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
@@ -178,25 +182,61 @@ def _holding_sigterm(write):
     return held
 
 
+#: The OSErrors of a full disk, what they mean and what to do (E202): the disk, the user's quota, or the
+#: file size limit of the process (``ulimit -f``; Python ignores SIGXFSZ, so the write fails with EFBIG).
+FULL_DISK = {
+    errno.ENOSPC: ("ENOSPC", "free space on that disk, or write to another one"),
+    getattr(errno, "EDQUOT", -1): ("EDQUOT: the disk quota is used up",
+                                   "free space within your quota, or write to another disk"),
+    errno.EFBIG: ("EFBIG: past the file size limit, see `ulimit -f`",
+                  "raise the limit (`ulimit -f unlimited`), or write to a disk without one"),
+}
+
+
+def full_disk_error(err: BaseException, path: PathLike) -> Optional[OutputWriteError]:
+    """The one-line OutputWriteError (E202) naming `path` for the OSError of a full disk; None for any
+    other error."""
+    if not isinstance(err, OSError) or err.errno not in FULL_DISK:
+        return None
+    name, todo = FULL_DISK[err.errno]
+    return OutputWriteError(Errors.E202.format(path=path, reason=f"{os.strerror(err.errno)} ({name})", todo=todo))
+
+
+@contextlib.contextmanager
+def naming_failed_write(path: PathLike) -> Iterator[None]:
+    """Inside the block, a full disk (`FULL_DISK`) raises one OutputWriteError naming `path`, the file the
+    user asked for (never a temporary name); other errors pass unchanged. An OSError carries no file
+    name when a write, flush or fsync fails, so without this the user would not know which output."""
+    try:
+        yield
+    except OSError as err:
+        error = full_disk_error(err, path)
+        if error is None:
+            raise
+        raise error from err
+
+
 @contextlib.contextmanager
 def atomic_writer(path: PathLike, text: bool = False) -> Iterator[IO]:
     """A file that replaces `path` only once the `with` block ends without error (temporary
     sibling, fsync, rename, the user's umask); on any error, Ctrl-C included, the part written
-    is removed and `path` is left as it was. Large outputs stream through it line by line."""
+    is removed and `path` is left as it was. Large outputs stream through it line by line.
+    A full disk is one OutputWriteError naming `path` (`naming_failed_write`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with (os.fdopen(fd, "w", encoding="utf8", newline="\n") if text else os.fdopen(fd, "wb")) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with naming_failed_write(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with (os.fdopen(fd, "w", encoding="utf8", newline="\n") if text else os.fdopen(fd, "wb")) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
 
 @_holding_sigterm
@@ -208,23 +248,28 @@ def write_atomic_file(path: PathLike, data: bytes) -> None:
 
 def replace_directory(path: PathLike, write: Callable[[Path], None]) -> None:
     """Call `write(tmp)` on a new temporary sibling of `path`, then put it in `path`'s place by
-    renames, so that a failure or Ctrl-C leaves the old `path` (or none) and never a mixture."""
+    renames, so that a failure or Ctrl-C leaves the old `path` (or none) and never a mixture.
+    A symlink at `path` is replaced by the directory (the link is removed, never what it points to)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
-    try:
-        write(tmp)
-        if path.exists():
-            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
-            os.rmdir(old)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with naming_failed_write(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+        try:
+            write(tmp)
+            if path.exists() or path.is_symlink():
+                old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+                os.rmdir(old)
+                os.replace(path, old)
+                os.replace(tmp, path)
+                if old.is_symlink() or not old.is_dir():
+                    os.unlink(old)
+                else:
+                    shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 @_holding_sigterm
@@ -233,7 +278,7 @@ def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[
     """Write the archive directory `path` whole, replacing any archive there."""
     def write(tmp: Path) -> None:
         for name, data in _members(kind, grammar_text, arrays, meta).items():
-            with open(tmp / name, "wb") as f:
+            with naming_failed_write(Path(path) / name), open(tmp / name, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

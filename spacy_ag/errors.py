@@ -11,7 +11,7 @@ This module imports nothing, so every floor of the package can use it.
 """
 from __future__ import annotations
 
-__all__ = ["AnnotationError", "ConfigError", "Errors", "ModelFileError", "SpacyAgError", "TextError", "TrainingLayerError", "coded"]
+__all__ = ["AnnotationError", "ConfigError", "Errors", "ModelFileError", "OutputWriteError", "SpacyAgError", "TextError", "TrainingLayerError", "coded"]
 
 
 class _WithCodes(type):
@@ -328,6 +328,25 @@ class Errors(metaclass=_WithCodes):
             "directory")
     E452 = "{path} is not a directory of this user"
 
+    # ---- output safety: streams as inputs, full disks, outputs spacy-ag did not write (E200-E219)
+    E200 = ("{path}: {what} is {kind}, not a regular file; training reads it more than once (its SHA-256 "
+            "fingerprints the run for --resume, then the text is read), and a pipe or /dev/stdin fed by one can be "
+            "read only once: save it to a file first (e.g. `cat > corpus.txt`) and give that file")
+    E201 = ("{path}: {what} is {kind}, not a regular file, and this command reads it more than once, which a pipe "
+            "or /dev/stdin fed by one allows only once: save it to a file first and give that file")
+    E202 = ("{path}: cannot write: {reason}; {todo}, then run the command again (the outputs written whole "
+            "before stay; no partial file is left)")
+    E203 = ("output {path} holds files spacy-ag did not write ({listing}); {command} writes {writes} there, "
+            "replacing anything of the same name: give a new or empty --output directory, or pass --force to "
+            "write into this one anyway")
+    E204 = ("--output {path} holds shards of {was} ({manifest}), but this run is {now}; complete shards are "
+            "skipped, so the output would mix both: give a new --output directory, or pass --force to rewrite "
+            "every shard")
+    E205 = ("--output {path} holds {count} shard{s} of INPUT (first: {first}) but no record of what made them "
+            "({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
+            "whether they match: give a new --output directory, or pass --force to rewrite every shard")
+    E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed, so it is reported as n/a: {reason}; {todo}")
+
 
 def coded(code: str, message: str) -> str:
     """`message` with `code` in front, unless it already has a code (an OSError's "[Errno 28] ..." is
@@ -373,6 +392,12 @@ class TrainingLayerError(SpacyAgError):
     """A training run that cannot start or continue as asked."""
 
     code = "E030"
+
+
+class OutputWriteError(SpacyAgError):
+    """An output file that cannot be written because the disk, the quota or the file size limit is full."""
+
+    code = "E202"
 
 
 class AnnotationError(SpacyAgError):

@@ -279,6 +279,7 @@ def test_leftovers_of_killed_writes_are_removed_by_the_next_run(engine, tmp_path
     out = tmp_path / "out"
     checkpoints = out / "checkpoints"
     checkpoints.mkdir(parents=True)
+    (out / ".lock").write_bytes(b"")  # the killed run's, which it took first: its output, not a user's folder
     leftovers = [checkpoints / ".chain-0.npz.k2j4h_g6.tmp", out / ".trace.jsonl.abcd1234.tmp"]
     for path in leftovers:
         path.write_bytes(b"")  # what SIGKILL during a checkpoint write leaves

@@ -8,8 +8,8 @@ workers, and `on_ray` (imported only with ``--backend ray``) holds the model
 in Ray actors. The command line is `spacy_ag.cli.directory`.
 """
 from .runner import AnnotationInterrupted, LocalWorkers, annotate_shards
-from .shards import Shard, plan_shards
+from .shards import Shard, claim_shards, plan_shards
 from .tasks import Parse, Segment, TagTopics
 
 __all__ = ["AnnotationInterrupted", "LocalWorkers", "Parse", "Segment", "Shard", "TagTopics", "annotate_shards",
-           "plan_shards"]
+           "claim_shards", "plan_shards"]

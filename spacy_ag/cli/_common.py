@@ -16,7 +16,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import typer
 
-from ..errors import SpacyAgError, coded
+from ..errors import OutputWriteError, SpacyAgError, coded
 from ..train.progress import TraceLog, TrainingStopped, fail, good, info, warn  # noqa: F401 (shared by commands)
 
 PROG = "spacy-ag"
@@ -48,10 +48,7 @@ def _errors_as_lines(func):
         except typer.Exit:
             raise
         except BrokenPipeError:  # `spacy-ag segment ... | head`: stop quietly
-            try:
-                sys.stdout = open(os.devnull, "w")
-            except OSError:
-                pass
+            _quiet_stdout()
             raise typer.Exit(1)
         except TrainingStopped as stop:
             warn(stop)
@@ -62,12 +59,23 @@ def _errors_as_lines(func):
             raise typer.Exit(code)
         except SpacyAgError as err:
             fail(err.coded_line())
+            if isinstance(err, OutputWriteError):
+                _quiet_stdout()  # its unwritten buffer would fail once more at exit, a second message
             raise typer.Exit(1)
-        except (ValueError, OSError, RuntimeError, KeyError) as err:
-            message = str(err) if not isinstance(err, KeyError) else f"unknown name {err}"
-            if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
-                message = f"{err.filename}: {message}"
-            fail(coded(SYSTEM_ERROR if isinstance(err, OSError) else INPUT_ERROR, message))
+        except OSError as err:
+            from ..archive import full_disk_error
+
+            # the writers of files and stdout name theirs; this is another library's file (spaCy, matplotlib)
+            full = full_disk_error(err, err.filename or "an output file (the system does not say which)")
+            if full is None:
+                fail(coded(SYSTEM_ERROR, str(err) if not err.filename or str(err.filename) in str(err)
+                           else f"{err.filename}: {err}"))
+                raise typer.Exit(1)
+            fail(full.coded_line())
+            _quiet_stdout()  # its unwritten buffer would fail once more at exit, a second message
+            raise typer.Exit(1)
+        except (ValueError, RuntimeError, KeyError) as err:
+            fail(coded(INPUT_ERROR, str(err) if not isinstance(err, KeyError) else f"unknown name {err}"))
             raise typer.Exit(1)
         except Exception as err:  # a bug: still one line, with a way to see the traceback
             fail(coded(INTERNAL_ERROR, f"internal error ({type(err).__name__}: {err}); rerun with {DEBUG_ENV}=1 "
@@ -77,11 +85,34 @@ def _errors_as_lines(func):
     return wrapper
 
 
-def _require_file(path: Path, what: str) -> Path:
+def _quiet_stdout() -> None:
+    """Send what is left for stdout to /dev/null: stdout cannot take it (a closed pipe, a full disk), and its
+    buffer, flushed again at exit, would print a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's captured stdout)
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+
+
+def _require_file(path: Path, what: str, stream_ok: bool = False) -> Path:
+    """`path` exists and is not a directory; unless `stream_ok` (a command that reads it once, from start
+    to end), it must be a regular file: a pipe or /dev/stdin fed by one is refused (E201) rather than read
+    empty the second time."""
+    from ..errors import Errors, SpacyAgError
+    from ..train.inputs import stream_kind
+
     if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
     if path.is_dir():
         raise IsADirectoryError(f"{what} {path} is a directory, expected a file")
+    kind = stream_kind(path)
+    if kind is not None and not stream_ok:
+        raise SpacyAgError(Errors.E201.format(path=path, what=what, kind=kind))
     return path
 
 

@@ -52,6 +52,10 @@ eval_every = 10
 """
 
 
+#: What the demo writes into OUTPUT.
+DEMO_OUTPUTS = ("corpus/", "grammar.lt", "config.cfg", "training/")
+
+
 @app.command("demo")
 @_errors_as_lines
 def demo_cli(
@@ -60,9 +64,20 @@ def demo_cli(
     iterations: int = typer.Option(100, "--iterations", "-n", min=2, help="Sampler iterations"),
     chains: int = typer.Option(1, "--chains", min=1, help="Chains (run in parallel on several cores)"),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the sampler (the corpus is fixed)"),
+    force: bool = typer.Option(False, "--force", "-F",
+                               help="Write into an existing OUTPUT that is not an earlier demo's, replacing its "
+                                    "corpus/, grammar.lt, config.cfg and training/; without it such a folder is "
+                                    "refused"),
 ) -> None:
-    """Generate a corpus, train a unigram segmenter on it and score it (offline, about a minute)."""
+    """Generate a corpus, train a unigram segmenter on it and score it (offline, about a minute).
+
+    OUTPUT may be new, empty or an earlier demo's (it is written over).
+    """
     from ..synthetic import generate_corpus, make_lexicon, write_gold, write_raw
+    from ..train.foreign_output import refuse_foreign_output
+    from ..train.lock import LOCK_FILE
+
+    refuse_foreign_output(output, force, DEMO_OUTPUTS, marker=f"training/{LOCK_FILE}", command="the demo")
 
     corpus_dir = output / "corpus"
     corpus_dir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +96,7 @@ def demo_cli(
     good(f"Generated {len(utterances)} utterances ({n_words} words, a lexicon of {len(lexicon)}) in {corpus_dir}")
     from ..train.engine import train_model
 
-    result = train_model(config_path, output / "training", command_args=(), show_scores=True)
+    result = train_model(config_path, output / "training", command_args=(), show_scores=True, force=force)
     typer.echo("First utterances (predicted | gold):")
     for predicted, words in list(zip(result.segmentation, utterances))[:5]:
         typer.echo(f"  {' '.join(predicted):<40} | {' '.join(words)}")

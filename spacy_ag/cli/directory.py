@@ -7,9 +7,11 @@ files still to do: a bar on a terminal, a line at every tenth otherwise.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import typer
 
@@ -60,12 +62,21 @@ class _Progress:
             typer.echo(f"  {self._description()}, {self.done_bytes:,}/{self.total:,} bytes ({percent}%)", err=True)
 
 
-def annotate_directory(task, model, input_dir: Path, output: Optional[Path], backend: str,
-                       ray_address: Optional[str], workers: int) -> None:
-    """Annotate every file of `input_dir` into `output` with `task` on `backend` ("local" or "ray")."""
-    from ..annotation import LocalWorkers, annotate_shards, plan_shards
+def shard_maker(command: str, task, model) -> Dict[str, Any]:
+    """What makes the shards of a directory run, as `claim_shards` records it: the command, the task's
+    options that change its output (not the batch size) and the SHA-256 of the model's bytes."""
+    options = {key: value for key, value in dataclasses.asdict(task).items() if key != "batch_size"}
+    return {"command": f"spacy-ag {command}", "options": options,
+            "model_sha256": hashlib.sha256(model.to_bytes()).hexdigest()}
 
-    pending, complete = plan_shards(input_dir, output)
+
+def annotate_directory(command: str, task, model, input_dir: Path, output: Optional[Path], backend: str,
+                       ray_address: Optional[str], workers: int, force: bool = False) -> None:
+    """Annotate every file of `input_dir` into `output` with `task` on `backend` ("local" or "ray"); complete
+    shards of another model or other options are refused, or with `force` rewritten (`claim_shards`)."""
+    from ..annotation import LocalWorkers, annotate_shards, claim_shards
+
+    pending, complete = claim_shards(input_dir, output, shard_maker(command, task, model), force)
     if complete:
         info(f"{len(complete)} of {len(complete) + len(pending)} shards in {output} are complete: skipped",
              err=True)

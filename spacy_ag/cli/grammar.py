@@ -68,7 +68,7 @@ def check_grammar_cli(
     settings.update({k: v for k, v in given.items() if v is not None})
     _choice(settings["mode"], ("chars", "tokens"), "--mode")
     _choice(settings["fmt"], ("auto", "pycfg", "pyadagram"), "--format")
-    _require_file(grammar_path, "grammar file")
+    _require_file(grammar_path, "grammar file", stream_ok=True)
     grammar = read_grammar(grammar_path, fmt=settings["fmt"], default_a=settings["default_a"],
                            default_b=settings["default_b"], default_weight=settings["default_weight"])
     has_class = has_corpus_class(grammar)

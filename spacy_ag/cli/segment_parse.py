@@ -39,12 +39,13 @@ def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
             yield number, raw.rstrip("\n").rstrip("\r")
         return
     path = Path(source)
-    _require_file(path, "input file")
+    _require_file(path, "input file", stream_ok=True)
     yield from iter_lines(path)
 
 
 class _Writer:
-    """stdout or a file (written to a temporary name, renamed when complete: `PartFile`)."""
+    """stdout or a file (written to a temporary name, renamed when complete: `PartFile`); on any error,
+    a full disk included (one line naming the file), the part written is removed."""
 
     def __init__(self, path: Optional[Path]):
         self.path = path
@@ -54,17 +55,37 @@ class _Writer:
         if self.path is None:
             return sys.stdout
         from ..annotation.shards import PartFile
+        from ..train.inputs import stream_kind
 
-        self.file = PartFile(self.path, self.path.with_name(self.path.name + ".part"))
+        if stream_kind(self.path) is not None:  # /dev/stdout, a pipe: written in place, never renamed over
+            self.file = PartFile(self.path, None)
+        else:
+            self.file = PartFile(self.path, self.path.with_name(self.path.name + ".part"))
         return self.file.stream
 
-    def __exit__(self, exc_type, *rest) -> None:
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        from ..archive import full_disk_error, naming_failed_write
+
         if self.file is None:
-            sys.stdout.flush()
-        elif exc_type is None:
-            self.file.commit()
-        else:
-            self.file.discard()
+            if exc_type is None:
+                with naming_failed_write("stdout"):
+                    sys.stdout.flush()
+                return
+            error = full_disk_error(exc, "stdout")
+            if error is not None:
+                raise error from exc
+            return
+        if exc_type is None:
+            try:
+                self.file.commit()
+            except BaseException:
+                self.file.discard()
+                raise
+            return
+        self.file.discard()
+        error = full_disk_error(exc, self.path)  # the lines are written to the stream directly: name the file
+        if error is not None:
+            raise error from exc
 
 
 @contextmanager
@@ -88,14 +109,17 @@ BACKEND_HELP = (f"With a directory INPUT: {' or '.join(BACKEND_CHOICES)} (local:
                 "after pip install spacy-ag[ray])")
 RAY_ADDRESS_HELP = ray_address_setting().metadata["help"]
 WORKERS_HELP = "--backend ray: Ray actors, each holding the model (0: one per CPU of the cluster)"
+FORCE_HELP = ("With a directory INPUT: rewrite every shard in --output DIR even if shards of another model or "
+              "other options are there (without it they are refused; shards of this model and options are "
+              "skipped, so an interrupted run resumes)")
 
 
-def _annotate(task, load: Callable[[], object], input_path: str, output: Optional[Path], backend: str,
-              ray_address: Optional[str], workers: int) -> None:
+def _annotate(command: str, task, load: Callable[[], object], input_path: str, output: Optional[Path],
+              backend: str, ray_address: Optional[str], workers: int, force: bool = False) -> None:
     """Apply `task` to INPUT: a file or stdin into `output` (stdout when None), or a directory into shards.
 
     `load` gives the model (called after the options are checked). Shared by
-    segment, parse and tag-topics, so that they take the same options.
+    segment, parse and tag-topics (`command`), so that they take the same options.
     """
     _choice(backend, BACKEND_CHOICES, "--backend")
     model = load()
@@ -103,7 +127,7 @@ def _annotate(task, load: Callable[[], object], input_path: str, output: Optiona
     if input_path != "-" and Path(input_path).is_dir():
         from .directory import annotate_directory
 
-        annotate_directory(task, model, Path(input_path), output, backend, ray_address, workers)
+        annotate_directory(command, task, model, Path(input_path), output, backend, ray_address, workers, force)
         return
     if backend != "local" or workers:
         warn(f"--backend and --workers are for a directory INPUT; {input_path} is annotated in this process")
@@ -146,6 +170,7 @@ def segment_cli(
     backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
+    force: bool = typer.Option(False, "--force", "-F", help=FORCE_HELP),
 ) -> None:
     """Segment each line of INPUT into words, printed separated by single spaces.
 
@@ -157,7 +182,8 @@ def segment_cli(
     A directory INPUT is segmented file by file into --output DIR, one file of
     the same relative path per input file; files already there are skipped,
     so an interrupted run resumes (--backend ray spreads the lines over a
-    cluster).
+    cluster). DIR records the model and options that made its files, and a
+    run with another model or other options is refused (--force rewrites).
 
     MODEL may also be a pipeline directory (model-last of a pipeline run):
     its segmenter segments. With --format wordseg, the units of each line
@@ -168,8 +194,8 @@ def segment_cli(
     from ..annotation.tasks import SEGMENT_FORMATS, Segment
 
     _choice(fmt, SEGMENT_FORMATS, "--format")
-    _annotate(Segment(category, level, batch_size, fmt), lambda: _load_model(model_path), input_path, output,
-              backend, ray_address, workers)
+    _annotate("segment", Segment(category, level, batch_size, fmt), lambda: _load_model(model_path), input_path,
+              output, backend, ray_address, workers, force)
 
 
 @app.command("parse")
@@ -188,6 +214,7 @@ def parse_cli(
     workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Also draw every line's tree in this HTML page "
                                                            "(inline SVG, self-contained; a file INPUT)"),
+    force: bool = typer.Option(False, "--force", "-F", help=FORCE_HELP),
 ) -> None:
     """Print the most probable tree of each line of INPUT, bracketed, one per line.
 
@@ -203,7 +230,7 @@ def parse_cli(
         from ..components.tree_pictures import TreePageTask
 
         task = TreePageTask(task, svg, input_path)
-    _annotate(task, lambda: _load_model(model_path, PARSER_MODEL), input_path, output, backend,
-              ray_address, workers)
+    _annotate("parse", task, lambda: _load_model(model_path, PARSER_MODEL), input_path, output, backend,
+              ray_address, workers, force)
     if svg is not None:
         good(f"{task.write()} trees drawn in {svg}", err=True)

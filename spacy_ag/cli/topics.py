@@ -14,7 +14,7 @@ import typer
 
 from . import app
 from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, resolve_model_dir, warn
-from .segment_parse import BACKEND_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
+from .segment_parse import BACKEND_HELP, FORCE_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
 
 
 def load_topic_model(path: Path):
@@ -202,7 +202,8 @@ def evaluate_topics_cli(
     """Topic coherence of the top words on a reference corpus, as gensim computes it (u_mass,
     c_npmi, c_v; docs/algorithms.md 5.4), and the held-out log likelihood per token. The add-one
     PMI and NPMI of --window are kept as a labelled extra."""
-    from ..topics.coherence import coherence, read_documents
+    from ..errors import Errors
+    from ..topics.coherence import ONE_WORD_TODO, coherence, read_documents, score_text, why_not_scored
     from ..topics.standard_coherence import MEASURES, WINDOWS, topic_coherences
 
     reference = _documents_or_heldout(model_path, reference, "--reference", "reference documents")
@@ -217,12 +218,16 @@ def evaluate_topics_cli(
     info(f"Topics of {model_path} ({model.n_topics}), top {top} words, reference {reference}:")
     for measure in MEASURES:
         where = f"windows of {WINDOWS[measure]} tokens" if WINDOWS[measure] else "whole documents"
-        typer.echo(f"{measure:<7} {scores[measure]:.4f}   (as gensim computes it: {where})")
+        typer.echo(f"{measure:<7} {score_text(scores[measure]):>6}   (as gensim computes it: {where})")
     if standard["missing_words"]:
         warn(f"{len(standard['missing_words'])} top words never occur in the reference documents and were left "
              f"out: {', '.join(standard['missing_words'][:10])}")
-    typer.echo(f"extra: add-one PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f} (windows of {window}; "
-               "not the field's measure, docs/algorithms.md 5.4)")
+    typer.echo(f"extra: add-one PMI {score_text(scores['pmi'])}, NPMI {score_text(scores['npmi'])} (windows of "
+               f"{window}; not the field's measure, docs/algorithms.md 5.4)")
+    if scores["pmi"] is None:
+        warn(Errors.E206.format(path=reference, reason=why_not_scored(scores),
+                                todo=ONE_WORD_TODO if scores["top_n"] < 2 else
+                                "give a larger reference corpus with --reference FILE"))
     h = scores["heldout"]
     typer.echo(f"held-out log likelihood {h['loglik']:.1f} over {h['tokens']} tokens ({h['per_word']:.4f} per word)")
     if json_path is not None:
@@ -243,6 +248,7 @@ def tag_topics_cli(
     backend: str = typer.Option("local", "--backend", help=BACKEND_HELP),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     workers: int = typer.Option(0, "--workers", help=WORKERS_HELP, min=0),
+    force: bool = typer.Option(False, "--force", "-F", help=FORCE_HELP),
 ) -> None:
     """Print the topics of each document of INPUT: its most probable topic, a tab, and its topic
     proportions E_q[theta] in topic order (4 decimals, separated by spaces); a blank line stays blank.
@@ -251,8 +257,8 @@ def tag_topics_cli(
     """
     from ..annotation.tasks import TagTopics
 
-    _annotate(TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output, backend,
-              ray_address, workers)
+    _annotate("tag-topics", TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output,
+              backend, ray_address, workers, force)
 
 
 @app.command("export-ldavis")

@@ -21,6 +21,10 @@ def train_cli(
     resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoints (engine and topic configs)"),
     code: Optional[Path] = typer.Option(None, "--code", "-c",
                                         help="Python file with extra registered functions (pipeline configs)"),
+    force: bool = typer.Option(False, "--force", "-F",
+                               help="Write into an existing OUTPUT that spacy-ag did not write, replacing what "
+                                    "training writes there (model/, config.cfg, ...); without it such a folder is "
+                                    "refused. A folder of an earlier spacy-ag run needs no --force"),
 ) -> None:
     """Train an adaptor grammar, or a spaCy pipeline, from a config file.
 
@@ -36,6 +40,10 @@ def train_cli(
     of their own config sections ([nlp.tokenizer], [components.NAME]), then
     spaCy's loop runs. spacy-ag adds the sampler's progress, OUTPUT/trace.jsonl
     and OUTPUT/scores.json.
+
+    OUTPUT may be new, empty or the output of an earlier spacy-ag run (it is
+    written over, as a rerun); a folder holding anything else is refused in
+    one line listing what is there, unless --force.
     """
     from ..config import parse_overrides
     from ..train import train
@@ -47,4 +55,4 @@ def train_cli(
 
         _require_file(code, "--code file")
         import_file("spacy_ag_user_code", code)
-    train(config_path, output, overrides, resume=resume, command_args=ctx.args)
+    train(config_path, output, overrides, resume=resume, command_args=ctx.args, force=force)

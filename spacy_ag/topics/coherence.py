@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -269,6 +269,29 @@ class CooccurrenceCounts:
             "reference": reference,
             "definition": DEFINITION,
         }
+
+
+def score_text(value: Optional[float]) -> str:
+    """A score with 4 decimals, or n/a when it cannot be computed (None, or NaN from gensim's measures)."""
+    return "n/a" if value is None or value != value else f"{value:.4f}"
+
+
+#: What to do when no topic has two top words (`why_not_scored`): no reference corpus can help.
+ONE_WORD_TODO = "coherence needs topics of at least two distinct words, so documents with more than one word type"
+
+
+def why_not_scored(scores: Mapping[str, Any]) -> str:
+    """Why `coherence` gave no PMI (its ``pmi`` is None: no topic has a pair of top words that both occur
+    in the reference), for the line that reports it as n/a; with ``scores["top_n"] < 2`` the fix is
+    `ONE_WORD_TODO`, else another reference corpus."""
+    if scores["top_n"] < 2:
+        return ("no topic has two top words to pair (the training documents have a single distinct word), and "
+                "coherence scores pairs of top words")
+    missing = scores["missing_words"]
+    n = scores["n_docs"]
+    return (f"no pair of top words has both words in the {n} reference document{'s' if n != 1 else ''}"
+            + (f" ({len(missing)} top words never occur there: {', '.join(missing[:5])}"
+               + (", ..." if len(missing) > 5 else "") + ")" if missing else ""))
 
 
 DEFINITION = (

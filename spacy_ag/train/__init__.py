@@ -23,7 +23,7 @@ __all__ = ["train"]
 
 def train(config_path: Union[str, Path], output: Optional[Union[str, Path]] = None,
           overrides: Optional[Mapping[str, Any]] = None, *, resume: bool = False,
-          command_args: Sequence[str] = (), interactive: Optional[bool] = None):
+          command_args: Sequence[str] = (), interactive: Optional[bool] = None, force: bool = False):
     """Train `config_path` (any kind) into `output`, as ``spacy-ag train`` does.
 
     config_path (Path): An engine, topic or spaCy pipeline config.
@@ -32,6 +32,8 @@ def train(config_path: Union[str, Path], output: Optional[Union[str, Path]] = No
     resume (bool): Continue from OUTPUT/checkpoints (engine and topic configs).
     command_args (Sequence[str]): The command line's override words (shown in the resume hint).
     interactive (Optional[bool]): Progress bar (default: when stderr is a terminal).
+    force (bool): Write into an existing output directory that spacy-ag did not write, replacing
+        what the run writes (model/, config.cfg, ...); without it such a directory is refused (E203).
     RETURNS: The trainer's result (TrainingResult, TopicTrainingResult or PipelineTrainingResult).
     """
     from ..config import config_kind
@@ -41,7 +43,8 @@ def train(config_path: Union[str, Path], output: Optional[Union[str, Path]] = No
     if kind == "topics":
         from .topics import train_topics
 
-        return train_topics(Path(config_path), Path(output) if output else None, overrides, resume=resume)
+        return train_topics(Path(config_path), Path(output) if output else None, overrides, resume=resume,
+                            force=force)
     if kind == "pipeline":
         from .pipeline import train_pipeline
 
@@ -49,8 +52,8 @@ def train(config_path: Union[str, Path], output: Optional[Union[str, Path]] = No
             raise TrainingLayerError(Errors.E038.format(path=config_path))
         if output is None:
             raise TrainingLayerError(Errors.E039)
-        return train_pipeline(config_path, output, overrides, interactive=interactive)
+        return train_pipeline(config_path, output, overrides, interactive=interactive, force=force)
     from .engine import train_model
 
     return train_model(Path(config_path), Path(output) if output else None, overrides, resume=resume,
-                       command_args=command_args, interactive=interactive)
+                       command_args=command_args, interactive=interactive, force=force)

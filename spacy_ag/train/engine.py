@@ -23,6 +23,7 @@ from ..config import TrainingConfig, build_model, load_training_config
 from ..errors import Errors, TrainingLayerError
 from .lock import interrupted, output_lock, stopped
 from .progress import TraceLog, good, info, warn
+from .foreign_output import ENGINE_OUTPUTS, refuse_foreign_output
 from .inputs import check_gold_words, require_file
 from .resume import check_resume, cut_trace, run_fingerprint, start_run
 
@@ -137,12 +138,13 @@ class TrainingResult:
 
 def train_model(config_path: Path, output: Optional[Path] = None, overrides: Optional[Dict[str, Any]] = None,
                 *, resume: bool = False, command_args: Sequence[str] = (), show_scores: bool = True,
-                interactive: Optional[bool] = None) -> TrainingResult:
+                interactive: Optional[bool] = None, force: bool = False) -> TrainingResult:
     """Train as `spacy-ag train` does and write the output directory.
 
     OUTPUT/model (the saved AdaptorGrammar), OUTPUT/config.cfg (the filled
     config), OUTPUT/trace.jsonl, OUTPUT/segmentation.txt, OUTPUT/checkpoints/
-    and, when gold words are known, OUTPUT/scores.json.
+    and, when gold words are known, OUTPUT/scores.json. An existing OUTPUT
+    that spacy-ag did not write is refused unless `force` (`foreign_output`).
     """
     from ..input_formats import read_gold_words
 
@@ -165,6 +167,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     fingerprint = engine_fingerprint(cfg)
     if resume:
         check_resume(checkpoints, fingerprint, [pattern])
+    refuse_foreign_output(out, force, ENGINE_OUTPUTS)
     if variational and cfg.stream:
         return _train_stream(cfg, out, config_path, fingerprint, resume=resume, command_args=command_args,
                              show_scores=show_scores, interactive=interactive)

@@ -1,24 +1,47 @@
 """The input files of a run, checked before any work: one line naming the file (and the line) that is wrong.
 
-A corpus that is a directory, a JSONL record that is not an object, has no
+A corpus that is a directory or a stream (a pipe, /dev/stdin: training reads
+its files more than once), a JSONL record that is not an object, has no
 ``text`` or a ``text`` that is not a string would otherwise surface deep in
 spaCy's readers or the corpus code as a TypeError or KeyError. Unsegmented
 text read as gold words would be scored as garbage (`check_gold_words`).
 """
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
 
 from ..errors import Errors, TrainingLayerError
 
-__all__ = ["check_gold_words", "check_jsonl", "require_file"]
+__all__ = ["check_gold_words", "check_jsonl", "require_file", "stream_kind"]
+
+#: What a path that exists but is neither a regular file nor a directory is, for the line that refuses it.
+_STREAM_KINDS = ((stat.S_ISFIFO, "a pipe (FIFO)"),
+                 (stat.S_ISCHR, "a character device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"))
+
+
+def stream_kind(path: Path) -> Optional[str]:
+    """What `path` is when it exists but is neither a regular file nor a directory (it can then be read only
+    once, or is no text file at all); None otherwise. Links are followed: /dev/stdin redirected from a
+    file is that file."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((kind for test, kind in _STREAM_KINDS if test(mode)), "not a regular file")
 
 
 def require_file(file: Path, what: str, config_path: Path) -> None:
-    """`file` exists and is a file, or a TrainingLayerError that names `what` (e.g. "corpus.path: training file")."""
+    """`file` exists and is a regular file, or a TrainingLayerError that names `what` (e.g. "corpus.path:
+    training file"): a directory (E045), a stream (E200: a run reads its files more than once), or missing."""
     if file.is_dir():
         raise TrainingLayerError(Errors.E045.format(path=file, what=what))
+    kind = stream_kind(file)
+    if kind is not None:
+        raise TrainingLayerError(Errors.E200.format(path=file, what=what, kind=kind))
     if not file.is_file():
         raise TrainingLayerError(Errors.E032.format(path=config_path, what=what, file=file))
 

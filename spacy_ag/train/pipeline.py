@@ -26,9 +26,11 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import typer
 
+from ..archive import naming_failed_write, write_atomic_file
 from ..components.fitting import FitObserver, observe_fitting
 from ..config import load_pipeline_config, one_line
 from ..errors import ConfigError, Errors, TrainingLayerError
+from .foreign_output import PIPELINE_OUTPUTS, refuse_foreign_output
 from .inputs import check_jsonl, require_file
 from .lock import output_lock
 from .progress import TraceLog, good, info, warn
@@ -171,7 +173,8 @@ def _dev_examples(nlp) -> List:
 
 
 def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[Mapping[str, Any]] = None, *,
-                   interactive: Optional[bool] = None, show_scores: bool = True) -> PipelineTrainingResult:
+                   interactive: Optional[bool] = None, show_scores: bool = True,
+                   force: bool = False) -> PipelineTrainingResult:
     """Train a pipeline config as ``spacy train`` does, and write what spacy-ag adds beside it.
 
     config_path (Path): The pipeline config (with an [nlp] section).
@@ -179,6 +182,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
     overrides (Mapping[str, Any]): Dotted config overrides (``{"paths.train": "x.jsonl"}``).
     interactive (Optional[bool]): Progress bar (default: when stderr is a terminal).
     show_scores (bool): Print the dev scores.
+    force (bool): Write into an existing OUTPUT that spacy-ag did not write (`foreign_output`).
     RETURNS (PipelineTrainingResult): The trained nlp, the paths and the scores.
     """
     from spacy.training.initialize import init_nlp
@@ -196,6 +200,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
     _read_plain_text(config, _check_corpora(interpolated, config_path))
     if out.exists() and not out.is_dir():
         raise TrainingLayerError(Errors.E033.format(path=out))
+    refuse_foreign_output(out, force, PIPELINE_OUTPUTS)
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
         if interactive is None:
             interactive = sys.stderr.isatty()
@@ -219,14 +224,15 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
         nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
         dev = _dev_examples(nlp)
         loop_log = io.StringIO()  # spaCy's table of steps; the scores are shown below
-        nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
+        with naming_failed_write(out):  # spaCy writes model-best/ and model-last/ there: a full disk names OUTPUT
+            nlp, _ = _spacy_step(spacy_train, nlp, config_path, output_path=out, stdout=loop_log, stderr=loop_log)
         model_dir = out / "model-last"
         scores = None
         if not dev:
             info("No gold dev data ([corpora.dev] is empty): not evaluated")
         else:
             scores = dict(nlp.evaluate(dev))
-            (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf8")
+            write_atomic_file(out / "scores.json", (json.dumps(scores, indent=2) + "\n").encode("utf8"))
         good(f"Saved the pipeline to {model_dir}")
         info(f"Trace: {out / 'trace.jsonl'}")
         if scores is not None and show_scores:

@@ -81,19 +81,30 @@ class TraceLog:
     last: Dict[int, int] = field(default_factory=dict)
 
     def __enter__(self) -> "TraceLog":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.stream = open(self.path, "a" if self.append else "w", encoding="utf8")
+        from ..archive import naming_failed_write
+
+        with naming_failed_write(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.stream = open(self.path, "a" if self.append else "w", encoding="utf8")
         if self.interactive:
             self.progress = _progress_with_status()
             self.progress.start()
             self.task = self.progress.add_task(f"{self.label}: initializing", total=self.iterations * self.chains)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        from ..archive import naming_failed_write
+
         if self.progress is not None:
             self.progress.stop()
         if self.stream is not None:
-            self.stream.close()
+            stream, self.stream = self.stream, None
+            try:
+                with naming_failed_write(self.path):
+                    stream.close()
+            except Exception:
+                if exc_type is None:  # else the error that stopped the run is the one to report
+                    raise
 
     def stats(self, line: Dict) -> str:
         if "minibatch" in line:  # variational training
@@ -114,8 +125,11 @@ class TraceLog:
         return "  ".join(parts)
 
     def __call__(self, line: Dict) -> None:
-        self.stream.write(json.dumps(line) + "\n")
-        self.stream.flush()
+        from ..archive import naming_failed_write
+
+        with naming_failed_write(self.path):
+            self.stream.write(json.dumps(line) + "\n")
+            self.stream.flush()
         chain, it = int(line.get("chain", 0)), int(line.get("iteration", line.get("minibatch", 0)))
         self.last[chain] = it
         if self.progress is not None:

@@ -30,7 +30,8 @@ from ..config import load_topic_config
 from ..errors import Errors, TrainingLayerError
 from .engine import write_text_atomic
 from .lock import interrupted, output_lock, stopped
-from .progress import TraceLog, good, info
+from .progress import TraceLog, good, info, warn
+from .foreign_output import TOPIC_OUTPUTS, refuse_foreign_output
 from .inputs import require_file
 from .resume import check_resume, cut_trace, run_fingerprint, start_run
 
@@ -64,9 +65,10 @@ def _split(docs: List[List[str]], fraction: float, seed: int):
 
 
 def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Optional[Mapping[str, Any]] = None,
-                 *, resume: bool = False, show_topics: bool = True) -> TopicTrainingResult:
-    """Train a topic config as ``spacy-ag train`` does and write the output directory."""
-    from ..topics.coherence import coherence, read_documents
+                 *, resume: bool = False, show_topics: bool = True, force: bool = False) -> TopicTrainingResult:
+    """Train a topic config as ``spacy-ag train`` does and write the output directory (an existing one
+    that spacy-ag did not write only with `force`: `foreign_output`)."""
+    from ..topics.coherence import ONE_WORD_TODO, coherence, read_documents, score_text, why_not_scored
 
     config_path = Path(config_path)
     v = load_topic_config(config_path, overrides)
@@ -86,6 +88,7 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
                                    "training": {"seed": run.seed}}, {"corpus": corpus})
     if resume:
         check_resume(checkpoints, fingerprint, [GIBBS_CHECKPOINT if t.inference == "gibbs" else CHECKPOINT])
+    refuse_foreign_output(out, force, TOPIC_OUTPUTS)
     docs = read_documents(corpus)
     train, held = _split(docs, v["corpus"].heldout_fraction, run.seed)
     if not train:
@@ -108,8 +111,14 @@ def train_topics(config_path: Path, output: Optional[Path] = None, overrides: Op
             scores = coherence(model.topics(t.top_words), held, reference=f"{len(held)} held-out documents")
             scores["heldout"] = model.heldout_loglik(held)
             write_text_atomic(out / "scores.json", json.dumps(scores, indent=1) + "\n")
-            info(f"coherence on the held-out documents: PMI {scores['pmi']:.4f}, NPMI {scores['npmi']:.4f}; "
-                 f"held-out log likelihood {scores['heldout']['per_word']:.4f} per word ({out / 'scores.json'})")
+            info(f"coherence on the held-out documents: PMI {score_text(scores['pmi'])}, NPMI "
+                 f"{score_text(scores['npmi'])}; held-out log likelihood {scores['heldout']['per_word']:.4f} per "
+                 f"word ({out / 'scores.json'})")
+            if scores["pmi"] is None:
+                todo = "the model is saved; " + (ONE_WORD_TODO if scores["top_n"] < 2 else (
+                    "to score its coherence, hold out more documents (corpus.heldout_fraction) or give others: "
+                    f"spacy-ag evaluate-topics {out / 'model'} --reference FILE"))
+                warn(Errors.E206.format(path=out / "heldout.txt", reason=why_not_scored(scores), todo=todo))
         return TopicTrainingResult(model, out, scores)
 
 
