@@ -8,6 +8,7 @@ them takes a second to load.
 from typing import Any
 
 from .about import __version__
+from .errors import Errors
 __all__ = ["AdaptorGrammar", "TopicModel", "__version__"]
 
 
@@ -20,4 +21,4 @@ def __getattr__(name: str) -> Any:
         from .topics import TopicModel
 
         return TopicModel
-    raise AttributeError(f"module 'spacy_ag' has no attribute {name!r}")
+    raise AttributeError(Errors.E460.format(name=name))

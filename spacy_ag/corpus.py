@@ -107,12 +107,12 @@ class Corpus:
 
     def __post_init__(self) -> None:
         if len(self.sentences) != len(self.lines):
-            raise ValueError(f"{len(self.sentences)} sentences but {len(self.lines)} line numbers")
+            raise ValueError(Errors.E488.format(n_sentences=len(self.sentences), n_lines=len(self.lines)))
         if self.pieces is None:  # built by hand: one utterance per sentence
             self.pieces = [[Piece(tuple(s), False, i)] for i, s in enumerate(self.sentences)]
             self.utterance_lines = list(self.lines)
         elif self.utterance_lines is None or len(self.utterance_lines) != len(self.pieces):
-            raise ValueError("pieces and utterance_lines must have the same length")
+            raise ValueError(Errors.E491)
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -152,7 +152,7 @@ class Corpus:
         ``gold_words``).
         """
         if len(segmentations) != len(self.sentences):
-            raise ValueError(f"got {len(segmentations)} segmentations for {len(self.sentences)} sentences")
+            raise ValueError(Errors.E489.format(n_segmentations=len(segmentations), n_sentences=len(self.sentences)))
         out: List[List[str]] = []
         for pieces in self.pieces:
             words: List[str] = []
@@ -164,8 +164,8 @@ class Corpus:
                 want = "".join(piece.terminals)
                 if "".join(seg) != want:
                     raise ValueError(
-                        f"{self.path or '<lines>'}:{self.lines[piece.sentence]}: segmentation "
-                        f"{' '.join(seg)!r} does not spell the sentence {want!r}")
+                        Errors.E492.format(source=self.path or "<lines>", lines=self.lines[piece.sentence],
+                                           segmentation=" ".join(seg), want=want))
                 words.extend(seg)
             out.append(words)
         return out
@@ -226,11 +226,11 @@ def iter_lines(path: Union[str, os.PathLike], encoding: str = "utf-8") -> Iterat
     """
     name = os.fspath(path)
     if encoding not in ENCODINGS:
-        raise ValueError(f"unknown encoding {encoding!r}; use one of {', '.join(ENCODINGS)}")
+        raise ValueError(Errors.E485.format(encoding=encoding, encodings=', '.join(ENCODINGS)))
     try:
         f = open(name, "rb")
     except FileNotFoundError:
-        raise FileNotFoundError(f"file not found: {name}") from None
+        raise FileNotFoundError(Errors.E490.format(name=name)) from None
     with f:
         if encoding == "auto":
             encoding = _utf8_or_latin1(f)
@@ -297,9 +297,9 @@ def read_corpus(
     as empty utterances, so line numbers and output lines stay aligned.
     """
     if mode not in MODES:
-        raise ValueError(f"unknown corpus mode {mode!r}; use one of {', '.join(MODES)}")
+        raise ValueError(Errors.E486.format(mode=mode, modes=', '.join(MODES)))
     if gold and mode != "chars":
-        raise ValueError("gold=True needs mode='chars' (gold words are spelled by characters)")
+        raise ValueError(Errors.E487)
     check_units(units)
     boundary = frozenset(split_at) if split_at is not None else None
     path, numbered = _numbered(path_or_lines)

@@ -245,6 +245,7 @@ class Errors(metaclass=_WithCodes):
             "unadapted with a = 1")
     E374 = ("unary rules form a cycle: {cycle}{where}; the parser needs unary rules without cycles, so remove one "
             "of these rules")
+    E375 = "unary rules form a cycle: {cycle}; break it so that the chart can close unary rules in one pass"
 
     # ---- generated corpora (spacy_ag.synthetic) (E380-E390)
     E380 = 'bad lexicon size/lengths: n_words={n_words}, min_len={min_len}, max_len={max_len}'
@@ -346,6 +347,78 @@ class Errors(metaclass=_WithCodes):
             "({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
             "whether they match: give a new --output directory, or pass --force to rewrite every shard")
     E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed, so it is reported as n/a: {reason}; {todo}")
+
+    # ---- the command line: topics, annotation, init-config, morphology (E460-E478)
+    E460 = "module 'spacy_ag' has no attribute {name!r}"
+    E461 = '--format must be one of {formats}, got {format!r}'
+    E462 = '--level analyses the words of plain text; it does not read --format wordseg'
+    W463 = ("--workers is for --backend ray; the local backend annotates in this process (--backend ray without "
+            "--ray-address uses the cores of this machine)")
+    E464 = '{path} is a directory; give the config file to write'
+    E465 = '{pred}: {err} (gold: {gold})'
+    W466 = '--backend and --workers are for a directory INPUT; {input_path} is annotated in this process'
+    W468 = '{model_path} recorded {n_history} ranking(s) of the topics {how}; nothing shown'
+    E469 = '--history: topic {topic} does not exist; topics are 0..{last}'
+    W470 = ("this pyLDAvis ({version}) has a script spacy-ag does not know, so the page numbers the topics from "
+            "1: its topic k is topic k - 1 of `spacy-ag topics`")
+    W471 = '{n_standard} top words never occur in the reference documents and were left out: {words}'
+    E472 = "--plot needs matplotlib: pip install 'spacy-ag[plot]'"
+    W473 = "--docs gives the documents of the --ldavis page: give the page's path with --ldavis FILE; nothing written"
+    W474 = '--plot draws the rankings of one topic over the stream: give the topic with --history N; nothing plotted'
+    E475 = 'no {option} given and no {given}; pass the {what} with {option} FILE'
+    E476 = "{option} needs pyLDAvis: pip install 'spacy-ag[ldavis]'"
+    E477 = '--format must be one of {formats}, got {fmt!r}'
+    W478 = ("{skipped} tokens of {docs_path} have a character {model_path} has never seen and were skipped (the "
+            "alphabet is fixed when a model is first trained)")
+
+    # ---- the segmenter component (E479-E484)
+    E479 = 'grammar {grammar!r}: neither a built-in grammar ({builtins}) nor an existing grammar file'
+    E480 = 'segmentation {pieces!r} does not spell the text {text!r}'
+    W482 = ("spacy-ag segmenter is not fitted yet: one token per character. Call nlp.initialize(get_examples) "
+            "with raw text, or load a trained pipeline.")
+    W483 = ("spacy-ag segmenter: nlp.initialize() was called without examples, so the segmenter stays unfitted "
+            "(one token per character)")
+    E484 = ("spacy-ag segmenter: the training examples contain no text to learn from (only whitespace and "
+            "boundary characters)")
+
+    # ---- corpora and input formats (E485-E495)
+    E485 = 'unknown encoding {encoding!r}; use one of {encodings}'
+    E486 = 'unknown corpus mode {mode!r}; use one of {modes}'
+    E487 = "gold=True needs mode='chars' (gold words are spelled by characters)"
+    E488 = '{n_sentences} sentences but {n_lines} line numbers'
+    E489 = 'got {n_segmentations} segmentations for {n_sentences} sentences'
+    E490 = 'file not found: {name}'
+    E491 = 'pieces and utterance_lines must have the same length'
+    E492 = '{source}:{lines}: segmentation {segmentation!r} does not spell the sentence {want!r}'
+    E493 = 'not a wordseg format: {fmt!r}'
+    E494 = 'unknown format {fmt!r}; use one of {formats}'
+    E495 = 'unknown gold format {fmt!r}; use one of {formats}'
+
+    # ---- training runs: checkpoints, gold words, pipelines, workers (E496-E515)
+    E496 = '{source}: incomplete variational statistics; retrain the model'
+    E497 = '{path}: an MCMC checkpoint; resume it with inference mode mcmc'
+    E498 = '{path}: checkpoint of another corpus or grammar; remove it or train without --resume'
+    E499 = ("{gold_name} has {n_gold_utterances} lines but {path} has {n_pieces_per_line}; the gold file needs "
+            "one line per training line")
+    W500 = ("training.eval_every/eval_at is set but there are no gold words (paths.gold or corpus.gold); token F "
+            "is not traced")
+    E501 = '{gold_name}:{line}: the gold words spell {spelled!r} but line {line} of {path} is {text!r}'
+    E502 = '--grammar {grammar!r} is neither a built-in grammar ({builtins}) nor a grammar file'
+    E503 = '--iterations and --chains must be at least 1'
+    E504 = '--lang {lang!r} is not a language spaCy knows (e.g. zh, xx, en)'
+    W505 = '{path}: cannot lock ({reason}); nothing stops another run from writing to the same output'
+    E506 = ("{config_path}: [{train_name}] path is not set; give the raw training text with --paths.train FILE "
+            "(plain text, one text per line, or JSONL, one {{\"text\": ...}} per line)")
+    E507 = ("{config_path}: training.max_epochs = -1 (streamed corpus) would fit the grammars on only the first "
+            "100 texts; use max_epochs = 1 (or 0)")
+    E508 = 'gold file not found: {gold_path}'
+    E509 = '{gold}: no gold examples'
+    W510 = 'no adaptor grammar was fitted (the components were already fitted or loaded a model_path)'
+    E512 = 'a training worker failed with {kind}: {err}'
+    E513 = 'the worker process of chain {chain_index} ended without a result ({how})'
+    E514 = 'rule {parent} --> {CORPUS_CLASS} is not expanded; give a corpus so its characters are known'
+    E515 = ("--level {unknown}: not a nonterminal of the model's grammar (nor one with a class index such as "
+            "{example}_1); choose from {nonterminals}")
 
 
 def coded(code: str, message: str) -> str:

@@ -99,7 +99,7 @@ def parse_wordseg_line(text: str, fmt: str, path: PathLike = "<text>", line: int
                                                    fix='format "wordseg-tags"'))
         return WordsegUtterance(units, None)
     if fmt != "wordseg-tags":
-        raise ValueError(f"not a wordseg format: {fmt!r}")
+        raise ValueError(Errors.E493.format(fmt=fmt))
     units: List[str] = []
     words: List[str] = []
     word: List[str] = []
@@ -192,7 +192,7 @@ def resolve_text_format(path: PathLike, fmt: str = "auto") -> str:
     """The format of a raw-text file: `fmt` itself unless "auto"; for "auto", by the extension
     (`EXTENSION_FORMATS`), else "jsonl" when the first non-blank line is a JSON object, else "text"."""
     if fmt not in TEXT_CORPUS_FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(TEXT_CORPUS_FORMATS)}")
+        raise ValueError(Errors.E494.format(fmt=fmt, formats=', '.join(TEXT_CORPUS_FORMATS)))
     if fmt != "auto":
         return fmt
     by_extension = EXTENSION_FORMATS.get(Path(path).suffix.lower())
@@ -218,7 +218,7 @@ def read_gold_words(path: PathLike, fmt: str = "text", *, fix: str) -> List[List
     from .evaluation import read_segmented
 
     if fmt not in GOLD_FORMATS:
-        raise ValueError(f"unknown gold format {fmt!r}; use one of {', '.join(GOLD_FORMATS)}")
+        raise ValueError(Errors.E495.format(fmt=fmt, formats=', '.join(GOLD_FORMATS)))
     if fmt == "wordseg-tags":
         return [utterance.words or [] for _, utterance in wordseg_utterances(path, fmt)]
     reject_wordseg_tags(path, "gold words separated by spaces", fix)

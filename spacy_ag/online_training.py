@@ -24,6 +24,7 @@ import numpy as np
 
 from .core.grammatons import Variational
 from .core.online import OnlineLearner, OnlineSettings
+from .errors import Errors
 from .serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
                         write_npz_atomic)
 from .core.state import TAB_HWM
@@ -52,7 +53,7 @@ def variational_from_arrays(arrays: Dict[str, np.ndarray], source: str) -> Optio
     if not any(present):
         return None
     if not all(present):
-        raise ModelFileError(f"{source}: incomplete variational statistics; retrain the model")
+        raise ModelFileError(Errors.E496.format(source=source))
     return Variational(*(np.array(arrays[n]) for n in names))
 
 
@@ -106,10 +107,9 @@ class VariationalRun:
     def load_checkpoint(path: str, fingerprint: str, compiled=None, run: Optional[Mapping[str, Any]] = None):
         arrays, meta = read_npz(Path(path), "checkpoint")
         if meta.get("mode") != "variational":
-            raise ModelFileError(f"{path}: an MCMC checkpoint; resume it with inference mode mcmc")
+            raise ModelFileError(Errors.E497.format(path=path))
         if meta["fingerprint"] != fingerprint:
-            raise ValueError(f"{path}: checkpoint of another corpus or grammar; remove it or train "
-                             "without --resume")
+            raise ValueError(Errors.E498.format(path=path))
         check_run(path, meta.get("run"), run)
         state = state_from_arrays(arrays, path)
         variational = variational_from_arrays(arrays, path)

@@ -33,6 +33,7 @@ import numpy as np
 from .core.chain import Chain
 from .core.compiled import CompiledGrammar
 from .core.warm_start import warm_start
+from .errors import Errors
 from .evaluation import segmentation_scores
 from .settings import OnlineSettings, SamplerSettings, TrainingSettings
 from .serialize import check_run, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
@@ -198,8 +199,7 @@ class _StopRequest:
 def _load_checkpoint(job: ChainJob):
     arrays, meta = read_npz(Path(job.checkpoint), "checkpoint")
     if meta["fingerprint"] != job.fingerprint:
-        raise ValueError(f"{job.checkpoint}: checkpoint of another corpus or grammar; remove it or "
-                         "train without --resume")
+        raise ValueError(Errors.E498.format(path=job.checkpoint))
     check_run(job.checkpoint, meta.get("run"), job.run)
     state = state_from_arrays(arrays, job.checkpoint)
     from .state_checks import check_state  # every array, before any kernel sees it
@@ -315,7 +315,7 @@ def _picklable(err: BaseException) -> BaseException:
         pickle.loads(pickle.dumps(err))
         return err
     except Exception:
-        return RuntimeError(f"{type(err).__name__}: {err}")
+        return RuntimeError(Errors.E512.format(kind=type(err).__name__, err=err))
 
 
 def _read_result(job: ChainJob, path: str) -> ChainResult:
@@ -531,8 +531,7 @@ class _ChainPool(_ChainDriver):
                 if w.last is None and not w.killed and self.error is None:
                     code = w.process.exitcode
                     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-                    self.error = RuntimeError(f"the worker process of chain {w.job.chain_index} ended without a "
-                                              f"result ({how})")
+                    self.error = RuntimeError(Errors.E513.format(chain_index=w.job.chain_index, how=how))
 
     def _drain(self, w: _Worker) -> None:
         """Every message the worker has sent; at the end of its pipe, close it."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from ..errors import Errors
+
 __all__ = ["Batch", "Parse", "SEGMENT_FORMATS", "Segment", "TagTopics", "TaskOutput"]
 
 #: Numbered lines of one input, 1-based as in the file.
@@ -59,9 +61,9 @@ class Segment:
     def check(self, model) -> None:
         """Fail on options the model cannot serve, before any line is read."""
         if self.format not in SEGMENT_FORMATS:
-            raise ValueError(f"--format must be one of {', '.join(SEGMENT_FORMATS)}, got {self.format!r}")
+            raise ValueError(Errors.E461.format(formats=', '.join(SEGMENT_FORMATS), format=self.format))
         if self.level is not None and self.format != "text":
-            raise ValueError("--level analyses the words of plain text; it does not read --format wordseg")
+            raise ValueError(Errors.E462)
         if self.category is not None:
             from ..grammar import check_categories
 
@@ -72,9 +74,8 @@ class Segment:
             unknown = [name for name in parse_levels(self.level)
                        if not any(label_matches(nt, [name]) for nt in model.grammar.nonterminals)]
             if unknown:
-                raise ValueError(f"--level {','.join(unknown)}: not a nonterminal of the model's grammar (nor one "
-                                 f"with a class index such as {unknown[0]}_1); choose from "
-                                 + ", ".join(model.grammar.nonterminals))
+                raise ValueError(Errors.E515.format(unknown=",".join(unknown), example=unknown[0],
+                                                    nonterminals=", ".join(model.grammar.nonterminals)))
 
     def __call__(self, model, batch: Batch, source: str) -> TaskOutput:
         if self.level is not None:
@@ -88,7 +89,7 @@ class Segment:
         else:
             for number, text in batch:
                 if has_wordseg_tags(text):
-                    from ..errors import Errors, TextError
+                    from ..errors import TextError
 
                     raise TextError(Errors.E150.format(path=source, line=number, expected="plain text",
                                                        fix="--format wordseg reads wordseg's tagged and prepared "

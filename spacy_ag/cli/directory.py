@@ -15,6 +15,7 @@ from typing import Any, Dict, Optional
 
 import typer
 
+from ..errors import Errors
 from ._common import good, info, warn
 
 
@@ -89,8 +90,7 @@ def annotate_directory(command: str, task, model, input_dir: Path, output: Optio
         runners = RayWorkers(task, model, ray_address, workers)
     else:
         if workers > 1:
-            warn("--workers is for --backend ray; the local backend annotates in this process (--backend ray "
-                 "without --ray-address uses the cores of this machine)")
+            warn(Errors.W463)
         runners = LocalWorkers(task, model)
     try:
         with _Progress(task.label, len(pending), sum(s.size for s in pending)) as progress:

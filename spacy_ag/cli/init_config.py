@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import Errors
 from ..settings import SegmenterSettings
 from . import app
 from ._common import PROG, _errors_as_lines, good, info
@@ -51,7 +52,7 @@ def init_config_cli(
         return
     path = Path(output)
     if path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory; give the config file to write")
+        raise IsADirectoryError(Errors.E464.format(path=path))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf8")
     good(f"Wrote {path}", err=True)

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from . import app
+from ..errors import Errors
 from ._common import _errors_as_lines, _require_file
 from .evaluate import _write_json
 
@@ -36,7 +37,7 @@ def evaluate_morph_cli(
     try:
         scores = morph_boundary_scores(predicted, gold_analyses)
     except ValueError as err:
-        raise ValueError(f"{pred}: {err} (gold: {gold})") from None
+        raise ValueError(Errors.E465.format(pred=pred, err=err, gold=gold)) from None
     typer.echo(f"{'':<9}  {'P':>6}  {'R':>6}  {'F':>6}")
     typer.echo("boundary   " + "  ".join(f"{scores[f'boundary_{m}']:6.4f}" for m in "prf"))
     typer.echo(f"words {scores['n_words']}, predicted boundaries {scores['n_pred_boundaries']}, gold boundaries "

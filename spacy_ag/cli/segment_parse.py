@@ -16,6 +16,7 @@ from typing import Callable, Iterator, Optional, TextIO, Tuple
 
 import typer
 
+from ..errors import Errors
 from ..settings import BACKEND_CHOICES, ray_address_setting
 from . import app
 from ._common import (
@@ -130,7 +131,7 @@ def _annotate(command: str, task, load: Callable[[], object], input_path: str, o
         annotate_directory(command, task, model, Path(input_path), output, backend, ray_address, workers, force)
         return
     if backend != "local" or workers:
-        warn(f"--backend and --workers are for a directory INPUT; {input_path} is annotated in this process")
+        warn(Errors.W466.format(input_path=input_path))
     from ..corpus import chunked
 
     warnings = 0

@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 
 from . import app
+from ..errors import Errors
 from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, resolve_model_dir, warn
 from .segment_parse import BACKEND_HELP, FORCE_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
 
@@ -64,7 +65,7 @@ def plot_rankings(model, topic: int, top: int, out: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ValueError("--plot needs matplotlib: pip install 'spacy-ag[plot]'") from None
+        raise ValueError(Errors.E472) from None
     columns, rows = ranking_table(model, topic, top)
     fig, ax = plt.subplots(figsize=(8, 5))
     depth = model.history_size + 1
@@ -86,7 +87,7 @@ def plot_rankings(model, topic: int, top: int, out: Path) -> None:
 def _has_history(model, topic: int, model_path: Path) -> bool:
     """Whether `topic` exists (else an error) and the model recorded enough rankings to show (else a warning)."""
     if not 0 <= topic < model.n_topics:
-        raise ValueError(f"--history: topic {topic} does not exist; topics are 0..{model.n_topics - 1}")
+        raise ValueError(Errors.E469.format(topic=topic, last=model.n_topics - 1))
     if len(model.history) >= 2:
         return True
     if getattr(model, "inference", "online") == "gibbs":
@@ -95,7 +96,7 @@ def _has_history(model, topic: int, model_path: Path) -> bool:
     else:
         how = ("(one per pruning, every online.refine_every minibatches): too few for a history; train on more "
                "minibatches or with a smaller refine_every")
-    warn(f"{model_path} recorded {len(model.history)} ranking(s) of the topics {how}; nothing shown")
+    warn(Errors.W468.format(model_path=model_path, n_history=len(model.history), how=how))
     return False
 
 
@@ -124,14 +125,12 @@ def topics_cli(
         docs_path = _documents_or_heldout(model_path, docs_path, "--docs", "documents to show")
         pyldavis = _import_pyldavis("--ldavis")
     elif docs_path is not None:
-        warn("--docs gives the documents of the --ldavis page: give the page's path with --ldavis FILE; "
-             "nothing written")
+        warn(Errors.W473)
     model = load_topic_model(model_path)
     if history is None:
         typer.echo(format_topics(model, top))
         if plot is not None:
-            warn("--plot draws the rankings of one topic over the stream: give the topic with --history N; "
-                 "nothing plotted")
+            warn(Errors.W474)
     elif _has_history(model, history, model_path):
         columns, rows = ranking_table(model, history, top)
         info(f"Ranks of topic {history}'s top {top} words, one column per ranking ({history_axis(model)})", err=True)
@@ -158,7 +157,7 @@ def _documents_or_heldout(model_path: Path, given: Optional[Path], option: str, 
     if given is None:
         given = model_path.parent / "heldout.txt"
         if not given.exists():
-            raise ValueError(f"no {option} given and no {given}; pass the {what} with {option} FILE")
+            raise ValueError(Errors.E475.format(option=option, given=given, what=what))
     return _require_file(given, f"{what} file")
 
 
@@ -166,7 +165,7 @@ def _import_pyldavis(option: str):
     try:
         import pyLDAvis
     except ImportError:
-        raise ValueError(f"{option} needs pyLDAvis: pip install 'spacy-ag[ldavis]'") from None
+        raise ValueError(Errors.E476.format(option=option)) from None
     return pyLDAvis
 
 
@@ -182,8 +181,7 @@ def _write_ldavis_page(pyldavis, data, html: Path) -> None:
     good(f"Wrote the pyLDAvis page of {len(data['topic_term_dists'])} topics over {len(data['vocab'])} words "
          f"to {html} (self-contained; topics numbered from {0 if ours else 1})")
     if not ours:
-        warn(f"this pyLDAvis ({pyldavis.__version__}) has a script spacy-ag does not know, so the page numbers "
-             "the topics from 1: its topic k is topic k - 1 of `spacy-ag topics`")
+        warn(Errors.W470.format(version=pyldavis.__version__))
 
 
 @app.command("evaluate-topics")
@@ -202,7 +200,6 @@ def evaluate_topics_cli(
     """Topic coherence of the top words on a reference corpus, as gensim computes it (u_mass,
     c_npmi, c_v; docs/algorithms.md 5.4), and the held-out log likelihood per token. The add-one
     PMI and NPMI of --window are kept as a labelled extra."""
-    from ..errors import Errors
     from ..topics.coherence import ONE_WORD_TODO, coherence, read_documents, score_text, why_not_scored
     from ..topics.standard_coherence import MEASURES, WINDOWS, topic_coherences
 
@@ -220,8 +217,8 @@ def evaluate_topics_cli(
         where = f"windows of {WINDOWS[measure]} tokens" if WINDOWS[measure] else "whole documents"
         typer.echo(f"{measure:<7} {score_text(scores[measure]):>6}   (as gensim computes it: {where})")
     if standard["missing_words"]:
-        warn(f"{len(standard['missing_words'])} top words never occur in the reference documents and were left "
-             f"out: {', '.join(standard['missing_words'][:10])}")
+        missing = standard["missing_words"]
+        warn(Errors.W471.format(n_standard=len(missing), words=", ".join(missing[:10])))
     typer.echo(f"extra: add-one PMI {score_text(scores['pmi'])}, NPMI {score_text(scores['npmi'])} (windows of "
                f"{window}; not the field's measure, docs/algorithms.md 5.4)")
     if scores["pmi"] is None:

@@ -21,6 +21,7 @@ import typer
 
 from ..archive import replace_directory
 from . import app
+from ..errors import Errors
 from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, model_archive, resolve_model_dir, warn
 
 #: --format: how DOCS is read ("auto": JSONL for a .jsonl or .json file or a first line that is a JSON object).
@@ -35,7 +36,7 @@ def read_document_texts(path: Path, fmt: str = "auto") -> List[str]:
 
     _require_file(path, "documents file")
     if fmt not in DOCUMENT_FORMATS:
-        raise ValueError(f"--format must be one of {', '.join(DOCUMENT_FORMATS)}, got {fmt!r}")
+        raise ValueError(Errors.E477.format(formats=', '.join(DOCUMENT_FORMATS), fmt=fmt))
     lines = jsonl_texts(path) if resolve_text_format(path, fmt) == "jsonl" else iter_lines(path)
     return [text for _, text in lines if text.strip()]
 
@@ -47,7 +48,7 @@ def _is_pipeline(path: Path) -> bool:
 def _check_output(output: Path, model_path: Path, pipeline: bool) -> None:
     """Refuse an output that is MODEL (or holds it, or lies inside it) or that is something else than a model
     of the kind to be written, which replacing would destroy."""
-    from ..errors import Errors, TrainingLayerError
+    from ..errors import TrainingLayerError
 
     out, model = output.resolve(), model_path.resolve()
     if out == model or model in out.parents or out in model.parents:
@@ -64,14 +65,14 @@ def _topic_component(nlp, model_dir: Path):
     names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == "ag_topics"]
     for name in sorted(names, key=lambda name: name != model_dir.parent.name):
         return nlp.get_pipe(name)
-    from ..errors import Errors, ModelFileError
+    from ..errors import ModelFileError
 
     raise ModelFileError(Errors.E153.format(path=model_dir.parent.parent, components=TOPIC_MODEL[1]))
 
 
 def _update(model, docs: List[List[str]], docs_path: Path, seed: int) -> Tuple[int, int]:
     """One online pass of `model` over `docs`; RETURNS (tokens learned from, tokens skipped)."""
-    from ..errors import Errors, TrainingLayerError
+    from ..errors import TrainingLayerError
 
     if not docs:
         raise TrainingLayerError(Errors.E160.format(path=docs_path, what="every line is blank or holds no word"))
@@ -126,8 +127,7 @@ def update_topics_cli(
     seen, vocabulary = model.learner.seen, len(model.get_topics()[1])
     learned, skipped = _update(model, docs, docs_path, seed)
     if skipped:
-        warn(f"{skipped} tokens of {docs_path} have a character {model_path} has never seen and were skipped "
-             "(the alphabet is fixed when a model is first trained)")
+        warn(Errors.W478.format(skipped=skipped, docs_path=docs_path, model_path=model_path))
     if pipeline:
         replace_directory(output, nlp.to_disk)
     else:

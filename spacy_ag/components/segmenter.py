@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 from spacy.vocab import Vocab
 
 from ..corpus import DEFAULT_PUNCTUATION
+from ..errors import Errors
 from ..settings import SegmenterSettings, check, keyword_signature, resolve_units
 from ..text_units import text_units
 from .fitting import fit_adaptor_grammar
@@ -118,8 +119,7 @@ def load_grammar(grammar: str, default_a: float, default_b: float):
         return read_grammar(BUILTIN_GRAMMARS[grammar], default_a=default_a, default_b=default_b,
                             source=f"<built-in grammar {grammar!r}>")
     if not Path(grammar).exists():
-        raise ValueError(f"grammar {grammar!r}: neither a built-in grammar "
-                         f"({', '.join(sorted(BUILTIN_GRAMMARS))}) nor an existing grammar file")
+        raise ValueError(Errors.E479.format(grammar=grammar, builtins=', '.join(sorted(BUILTIN_GRAMMARS))))
     return read_grammar(grammar, default_a=default_a, default_b=default_b)
 
 
@@ -136,7 +136,7 @@ def words_and_spaces(pieces: Sequence[str], text: str) -> Tuple[List[str], List[
     for piece in pieces:
         start = text.find(piece, pos)
         if start < 0 or (start > pos and not text[pos:start].isspace()):
-            raise ValueError(f"segmentation {list(pieces)!r} does not spell the text {text!r}")
+            raise ValueError(Errors.E480.format(pieces=list(pieces), text=text))
         if start > pos:
             words.append(text[pos:start])
             spaces.append(False)
@@ -148,7 +148,7 @@ def words_and_spaces(pieces: Sequence[str], text: str) -> Tuple[List[str], List[
             pos += 1
     if pos < n:
         if not text[pos:].isspace():
-            raise ValueError(f"segmentation {list(pieces)!r} does not spell the text {text!r}")
+            raise ValueError(Errors.E480.format(pieces=list(pieces), text=text))
         words.append(text[pos:])
         spaces.append(False)
     return words, spaces
@@ -228,8 +228,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
     # -------------------------------------------------------------- tokenizing
     def _fallback(self, text: str) -> List[str]:
         if not self._warned and not self._quiet:
-            warnings.warn("spacy-ag segmenter is not fitted yet: one token per character. Call "
-                          "nlp.initialize(get_examples) with raw text, or load a trained pipeline.",
+            warnings.warn(Errors.W482,
                           UserWarning, stacklevel=3)
             self._warned = True
         return [u for u in text_units(text, self.cfg["units"]) if not u.isspace()]
@@ -293,8 +292,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
             logger.info("spacy-ag segmenter already fitted; not refitting (set refit = true to refit)")
             return
         if is_dummy_examples(get_examples):
-            warnings.warn("spacy-ag segmenter: nlp.initialize() was called without examples, so the "
-                          "segmenter stays unfitted (one token per character)", UserWarning, stacklevel=2)
+            warnings.warn(Errors.W483, UserWarning, stacklevel=2)
             return
         self._quiet = True
         try:
@@ -308,8 +306,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
 
         cfg = self.cfg
         if not any(c not in self.boundary for line in lines for c in line):
-            raise ValueError("spacy-ag segmenter: the training examples contain no text to learn from "
-                             "(only whitespace and boundary characters)")
+            raise ValueError(Errors.E484)
         grammar = load_grammar(cfg["grammar"], cfg["default_a"], cfg["default_b"])
         model = AdaptorGrammar(grammar, segment_category=cfg["segment_category"], mode="chars",
                                split_at=self.boundary or None, units=cfg["units"], max_span=cfg["max_span"])

@@ -81,6 +81,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from ..errors import Errors
 from ..grammar.rules import CORPUS_CLASS, Grammar, GrammarError
 
 KIND_USER, KIND_PSEUDO, KIND_INTERMEDIATE = 0, 1, 2
@@ -142,8 +143,7 @@ class CompiledGrammar:
         for rule in grammar.rules:
             if rule.children == (CORPUS_CLASS,):
                 raise GrammarError(
-                    f"rule {rule.parent} --> {CORPUS_CLASS} is not expanded; give a corpus so "
-                    "its characters are known",
+                    Errors.E514.format(parent=rule.parent, CORPUS_CLASS=CORPUS_CLASS),
                     grammar.path,
                     rule.line or None,
                 )
@@ -308,11 +308,7 @@ class CompiledGrammar:
                 return depth[x]
             if x in visiting:
                 cycle = visiting[visiting.index(x):] + [x]
-                raise GrammarError(
-                    "unary rules form a cycle: " + " -> ".join(names[s] for s in cycle)
-                    + "; break it so that the chart can close unary rules in one pass",
-                    g.path,
-                )
+                raise GrammarError(Errors.E375.format(cycle=" -> ".join(names[s] for s in cycle)), g.path)
             visiting.append(x)
             d = 0
             for c in below.get(x, []):

@@ -43,16 +43,16 @@ def sentence_gold(corpus, gold_utterances: Sequence[Sequence[str]], gold_name: s
     """
     pieces_per_line = corpus.pieces
     if len(gold_utterances) != len(pieces_per_line):
-        raise ValueError(f"{gold_name} has {len(gold_utterances)} lines but {corpus.path} has "
-                         f"{len(pieces_per_line)}; the gold file needs one line per training line")
+        raise ValueError(Errors.E499.format(gold_name=gold_name, n_gold_utterances=len(gold_utterances),
+                                            path=corpus.path, n_pieces_per_line=len(pieces_per_line)))
     out: List[Optional[List[str]]] = [None] * len(corpus.sentences)
     for u, (pieces, words) in enumerate(zip(pieces_per_line, gold_utterances)):
         text = "".join(t for piece in pieces for t in piece.terminals)
         spelled = "".join(words)
         if text != spelled:
             line = corpus.utterance_lines[u]
-            raise ValueError(f"{gold_name}:{line}: the gold words spell {spelled[:40]!r} but line {line} "
-                             f"of {corpus.path} is {text[:40]!r}")
+            raise ValueError(Errors.E501.format(gold_name=gold_name, line=line, spelled=spelled[:40], path=corpus.path,
+                                                text=text[:40]))
         cuts, pos = set(), 0
         for w in words:
             pos += len(w)
@@ -186,8 +186,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
     gold = sentence_gold(corpus, gold_utterances, gold_name) if gold_utterances is not None else None
     t = cfg.training
     if (t.eval_every or getattr(t, "eval_at", ())) and gold is None:
-        warn("training.eval_every/eval_at is set but there are no gold words (paths.gold or corpus.gold); "
-             "token F is not traced")
+        warn(Errors.W500)
 
     with output_lock(out):  # one run per output directory; SIGTERM stops it like Ctrl-C
         _write_config(cfg, out)

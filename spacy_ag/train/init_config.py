@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from ..errors import Errors
 from ..settings import UNIT_CHOICES, SegmenterSettings, units_for_language
 
 __all__ = ["GRAMMARS", "init_config_text"]
@@ -145,12 +146,11 @@ def init_config_text(*, lang: Optional[str] = None, grammar: str = "unigram", ph
     try:
         get_lang_class(lang)
     except Exception:
-        raise ValueError(f"--lang {lang!r} is not a language spaCy knows (e.g. zh, xx, en)") from None
+        raise ValueError(Errors.E504.format(lang=lang)) from None
     if grammar not in BUILTIN_GRAMMARS and not Path(grammar).is_file():
-        raise ValueError(f"--grammar {grammar!r} is neither a built-in grammar ({', '.join(GRAMMARS)}) nor a "
-                         "grammar file")
+        raise ValueError(Errors.E502.format(grammar=grammar, builtins=', '.join(GRAMMARS)))
     if iterations < 1 or chains < 1:
-        raise ValueError("--iterations and --chains must be at least 1")
+        raise ValueError(Errors.E503)
     if phonemes:
         what = f"unsupervised word segmentation of phoneme strings, {grammar} grammar"
     else:

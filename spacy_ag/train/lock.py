@@ -95,8 +95,7 @@ def output_lock(out: Path) -> Iterator[Path]:
         except OSError as err:  # a file system without locks (some network mounts)
             if err.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
                 raise
-            warn(f"{out / LOCK_FILE}: cannot lock ({os.strerror(err.errno)}); nothing stops another run "
-                 "from writing to the same output")
+            warn(Errors.W505.format(path=out / LOCK_FILE, reason=os.strerror(err.errno)))
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         removed = [name for name in remove_leftovers(out)] + \

@@ -105,9 +105,7 @@ def _check_corpora(config: Mapping[str, Any], config_path: Path) -> List[str]:
     train_name = training.get("train_corpus", "corpora.train")
     dev_name = training.get("dev_corpus", "corpora.dev")
     if _corpus_path(config, train_name) is None and "path" in _section(config, train_name):
-        raise ConfigError(f"{config_path}: [{train_name}] path is not set; give the raw training text with "
-                          "--paths.train FILE (plain text, one text per line, or JSONL, one {\"text\": ...} per "
-                          "line)")
+        raise ConfigError(Errors.E506.format(config_path=config_path, train_name=train_name))
     plain: List[str] = []
     for name in (train_name, dev_name):
         path = _corpus_path(config, name)
@@ -125,8 +123,7 @@ def _check_corpora(config: Mapping[str, Any], config_path: Path) -> List[str]:
                 and resolve_text_format(path, declared) == "jsonl":
             check_jsonl(Path(path))
     if training.get("max_epochs") == -1:
-        raise ConfigError(f"{config_path}: training.max_epochs = -1 (streamed corpus) would fit the grammars on "
-                          "only the first 100 texts; use max_epochs = 1 (or 0)")
+        raise ConfigError(Errors.E507.format(config_path=config_path))
     return plain
 
 
@@ -218,7 +215,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
             interrupt.signum = err.signum  # SIGINT or SIGTERM: the exit code names it
             raise interrupt from None
         if not observer.fits and _fits_a_grammar(nlp):
-            warn("no adaptor grammar was fitted (the components were already fitted or loaded a model_path)")
+            warn(Errors.W510)
         if not nlp.meta.get("description"):
             nlp.meta["description"] = _description(nlp)
         nlp.meta["ag_training"] = {"fits": observer.fits, "seconds": round(time.time() - started, 3)}
@@ -301,7 +298,7 @@ def gold_examples(nlp, gold_path: Path, gold_format: str = "text") -> List:
     """Examples of gold data: a DocBin (.spacy) of gold Docs, a segmented text file, or (`gold_format`
     "wordseg-tags") wordseg's tagged text."""
     if not gold_path.exists():
-        raise FileNotFoundError(f"gold file not found: {gold_path}")
+        raise FileNotFoundError(Errors.E508.format(gold_path=gold_path))
     if gold_path.is_dir() or gold_path.suffix == ".spacy":
         from spacy.training import Corpus
 
@@ -331,7 +328,7 @@ def evaluate_pipeline(model: PathLike, gold: PathLike, *, exclude: Optional[Sequ
     nlp = spacy.load(model)
     examples = gold_examples(nlp, Path(gold), gold_format)
     if not examples:
-        raise ValueError(f"{gold}: no gold examples")
+        raise ValueError(Errors.E509.format(gold=gold))
     scores = dict(nlp.evaluate(examples))
     scores["n_examples"] = len(examples)
     pred = [doc_words(eg.predicted) for eg in examples]
