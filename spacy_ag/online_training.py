@@ -28,7 +28,7 @@ from .errors import Errors
 from .serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
                         write_npz_atomic)
 from .core.state import TAB_HWM
-from .training import TrainingInterrupted, _StopRequest
+from .training import TrainingInterrupted, StopRequest
 
 Report = Callable[[Dict], None]
 PER_TABLE = ("ft", "lw", "rank", "f_batch")
@@ -174,7 +174,7 @@ class VariationalRun:
         learner, B = self.learner, self.learner.settings.batch_size
         n = len(sent_ptr) - 1
         try:
-            with _StopRequest() as stop:
+            with StopRequest() as stop:
                 while self.epoch < self.passes:
                     order = learner.shuffled(n, self.epoch)
                     while self.position < n:
@@ -203,7 +203,7 @@ class VariationalRun:
         """
         learner = self.learner
         try:
-            with _StopRequest() as stop:
+            with StopRequest() as stop:
                 for consumed, words, sent_ptr in batches:
                     batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
                     line = learner.step(words, sent_ptr, batch, corpus_size) if len(batch) else None

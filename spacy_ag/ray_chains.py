@@ -42,8 +42,8 @@ from .archive import write_atomic_file
 from .errors import Errors, TrainingLayerError
 from .serialize import read_npz_bytes
 from .training import (
-    STOP_GRACE, ChainJob, ChainResult, MarginalCounts, TraceCallback, TrainingInterrupted, _ChainDriver,
-    _ParentSignals, _picklable, _RemoteTraceback, _StopRequest, run_chain,
+    STOP_GRACE, ChainDriver, ChainJob, ChainResult, MarginalCounts, ParentSignals, RemoteTraceback, StopRequest,
+    TraceCallback, TrainingInterrupted, picklable_error, run_chain,
 )
 
 __all__ = ["MAX_RESTARTS", "run_chains_on_ray", "watch_chains"]
@@ -100,7 +100,7 @@ class _Hub:
 
 
 class _StopFlag:
-    """The driver's stop request as a Ray worker last heard it (`_StopRequest.shared`)."""
+    """The driver's stop request as a Ray worker last heard it (`StopRequest.shared`)."""
 
     value = 0
 
@@ -119,7 +119,7 @@ def _chain_task(job: ChainJob, attempt: int, hub, checkpoint: Optional[bytes]) -
     if checkpoint is not None:
         with open(local.checkpoint, "wb") as f:
             f.write(checkpoint)
-    stop = _StopRequest(_StopFlag())
+    stop = StopRequest(_StopFlag())
 
     def send(*item) -> None:
         if stop.orphaned:
@@ -143,7 +143,7 @@ def _chain_task(job: ChainJob, attempt: int, hub, checkpoint: Optional[bytes]) -
             except KeyboardInterrupt:  # a second signal before the chain was set up
                 return ("stopped", stop.signum or signal.SIGINT)
             except BaseException as err:
-                return ("error", _picklable(err), traceback.format_exc())
+                return ("error", picklable_error(err), traceback.format_exc())
             finally:
                 send("ended", os.getpid(), time.time())
             return ("done",)
@@ -151,7 +151,7 @@ def _chain_task(job: ChainJob, attempt: int, hub, checkpoint: Optional[bytes]) -
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _connect(address: Optional[str]):
+def connect_ray(address: Optional[str]):
     """Ray, joined to a cluster: the one this process already uses, `address`, or a new local one.
 
     RETURNS: (the ray module, whether this call connected, so the run must disconnect).
@@ -173,7 +173,7 @@ def _connect(address: Optional[str]):
 
 
 class RayActors:
-    """Actors of one run, and the connection to their cluster (see `_connect`). Subclasses set
+    """Actors of one run, and the connection to their cluster (see `connect_ray`). Subclasses set
     `ray`, `connected` and `actors`."""
 
     def close(self) -> None:
@@ -195,7 +195,7 @@ class _Running:
     ref: Any  # the task's ObjectRef
 
 
-class _RayChains(_ChainDriver):
+class _RayChains(ChainDriver):
     """The driver of one run: starts the chains' tasks, relays their messages, restarts lost ones."""
 
     def __init__(self, ray, jobs: List[ChainJob], workers: int, callback: Optional[TraceCallback]):
@@ -224,7 +224,7 @@ class _RayChains(_ChainDriver):
 
     def run(self) -> List[ChainResult]:
         try:
-            with _ParentSignals() as signals:
+            with ParentSignals() as signals:
                 self._loop(signals)
         finally:
             for r in self.running.values():  # only if the loop itself failed
@@ -237,7 +237,7 @@ class _RayChains(_ChainDriver):
             raise TrainingInterrupted(*[job.checkpoint for job in self.jobs], signum=signum)
         return [self._result(job) for job in self.jobs]
 
-    def _loop(self, signals: _ParentSignals) -> None:
+    def _loop(self, signals: ParentSignals) -> None:
         deadline = None
         while self.pending or self.running:
             signum = signals.signum or self.stopped
@@ -300,7 +300,7 @@ class _RayChains(_ChainDriver):
             self.stopped = self.stopped or outcome[1]
         elif outcome[0] == "error" and self.error is None:
             self.error = outcome[1]
-            self.error.__cause__ = _RemoteTraceback(outcome[2])
+            self.error.__cause__ = RemoteTraceback(outcome[2])
 
     def _lost(self, r: _Running, err: BaseException, stopping: bool) -> None:
         """Start a lost chain again from its last checkpoint, or give up after MAX_RESTARTS."""
@@ -340,7 +340,7 @@ def run_chains_on_ray(jobs: List[ChainJob], workers: int, callback: Optional[Tra
     address (Optional[str]): The cluster (`ray.init`'s address; None: join the local one or start it).
     RETURNS (List[ChainResult]): One per job, in order.
     """
-    ray, connected = _connect(address)
+    ray, connected = connect_ray(address)
     try:
         return _RayChains(ray, jobs, workers, callback).run()
     finally:

@@ -41,7 +41,7 @@ from .core.estep_shards import (
 )
 from .core.state import N_TRIE
 from .errors import Errors, TrainingLayerError
-from .ray_chains import RayActors, _connect, watching
+from .ray_chains import RayActors, connect_ray, watching
 
 __all__ = ["MAX_RESTARTS", "RayEStep", "watch_estep"]
 
@@ -114,7 +114,7 @@ class RayEStep(RayActors):
     """
 
     def __init__(self, compiled, samples: int, address: Optional[str] = None, workers: int = 0):
-        ray, self.connected = _connect(address)
+        ray, self.connected = connect_ray(address)
         self.ray = ray
         try:
             n = workers if workers > 0 else max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -136,11 +136,11 @@ class TrainingInterrupted(KeyboardInterrupt):
 
     @property
     def signum(self) -> int:
-        # raised in an `except KeyboardInterrupt:` after a `_StopRequest`, the signal is on the context
+        # raised in an `except KeyboardInterrupt:` after a `StopRequest`, the signal is on the context
         return int(self._signum or getattr(self.__context__, "signum", None) or signal.SIGINT)
 
 
-class _StopRequest:
+class StopRequest:
     """Turns the first SIGINT (Ctrl-C) or SIGTERM into a request honoured between iterations.
 
     A signal landing inside a sweep would otherwise leave a half-done
@@ -229,7 +229,7 @@ def score_keys(keys, sentences, gold) -> Dict[str, float]:
 
 
 def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None,
-              stop: Optional[_StopRequest] = None, saved: Optional[Callable[[str], None]] = None) -> ChainResult:
+              stop: Optional[StopRequest] = None, saved: Optional[Callable[[str], None]] = None) -> ChainResult:
     """Run (or resume) one chain to the end, keeping samples and checkpointing.
 
     SIGINT and SIGTERM stop it at the next iteration boundary, after a checkpoint
@@ -247,7 +247,7 @@ def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None,
         warm_start(chain, job.online or OnlineSettings())
     elif state is None:
         chain.initialize()
-    stop = _StopRequest() if stop is None else stop
+    stop = StopRequest() if stop is None else stop
     whole = [True]  # False while an iteration is half done: such a state is never checkpointed
 
     def save() -> None:
@@ -267,7 +267,7 @@ def run_chain(job: ChainJob, report: Optional[Callable[[Dict], None]] = None,
     return ChainResult(job.chain_index, state_arrays(chain.state), trace, marginals, chain.iteration)
 
 
-def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: _StopRequest, whole, save) -> None:
+def _iterate(job: ChainJob, chain: Chain, trace, marginals, report, stop: StopRequest, whole, save) -> None:
     """The iterations; `whole[0]` is False from the start of an iteration until its sample,
     score and trace line are recorded (a second Ctrl-C can land anywhere)."""
     t = job.training
@@ -303,14 +303,14 @@ _POLL = 0.2  # seconds between the parent's looks at signals and deadlines
 _PARENT_POLL = 0.5  # seconds between a worker's looks at its parent
 
 
-class _RemoteTraceback(Exception):
+class RemoteTraceback(Exception):
     """The traceback of an error raised in a worker (the __cause__ of the error re-raised here)."""
 
     def __str__(self) -> str:
         return "\n" + str(self.args[0])
 
 
-def _picklable(err: BaseException) -> BaseException:
+def picklable_error(err: BaseException) -> BaseException:
     try:
         pickle.loads(pickle.dumps(err))
         return err
@@ -324,7 +324,7 @@ def _read_result(job: ChainJob, path: str) -> ChainResult:
                        meta["iteration"])
 
 
-def _watch_parent(parent_pid: int, stop: _StopRequest) -> None:
+def _watch_parent(parent_pid: int, stop: StopRequest) -> None:
     """In a worker: once the parent is gone, stop at the next iteration boundary; exit STOP_GRACE seconds later."""
 
     def watch():
@@ -346,10 +346,10 @@ def _chain_process(job: ChainJob, conn, shared, parent_pid: int, result_path: Op
     """
     for other in inherited:  # the parent's ends of the workers' pipes, copied by fork: closed, a dead
         other.close()        # parent means a broken pipe here rather than a write blocked forever
-    stop = _StopRequest(shared)
+    stop = StopRequest(shared)
     with stop:
         if hasattr(signal, "pthread_sigmask"):  # blocked by the parent until our handlers were in place
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _StopRequest.SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, StopRequest.SIGNALS)
         _watch_parent(parent_pid, stop)
 
         def send(message) -> None:
@@ -366,7 +366,7 @@ def _chain_process(job: ChainJob, conn, shared, parent_pid: int, result_path: Op
         except KeyboardInterrupt:  # a second signal before the chain was set up
             send(("stopped", stop.signum or signal.SIGINT))
         except BaseException as err:
-            send(("error", _picklable(err), traceback.format_exc()))
+            send(("error", picklable_error(err), traceback.format_exc()))
         else:
             path = job.checkpoint
             if path is None and result_path is not None and not stop.orphaned:
@@ -379,7 +379,7 @@ def _chain_process(job: ChainJob, conn, shared, parent_pid: int, result_path: Op
     conn.close()
 
 
-class _ParentSignals:
+class ParentSignals:
     """SIGINT and SIGTERM in the parent of parallel chains: recorded (the first) and counted, never raised."""
 
     def __init__(self):
@@ -387,9 +387,9 @@ class _ParentSignals:
         self.count = 0
         self._previous: Dict[int, object] = {}
 
-    def __enter__(self) -> "_ParentSignals":
+    def __enter__(self) -> "ParentSignals":
         if threading.current_thread() is threading.main_thread():
-            for signum in _StopRequest.SIGNALS:
+            for signum in StopRequest.SIGNALS:
                 if signal.getsignal(signum) is not None:
                     self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -413,7 +413,7 @@ class _Worker:
     killed: bool = False
 
 
-class _ChainDriver:
+class ChainDriver:
     """What every driver of parallel chains (`_ChainPool`, `spacy_ag.ray_chains`) does with the
     callback: a Ctrl-C inside it stops every chain, with checkpoints; another error stops the run
     and is raised at its end, and the callback is not called again."""
@@ -435,7 +435,7 @@ class _ChainDriver:
             self.error = self.error or err
 
 
-class _ChainPool(_ChainDriver):
+class _ChainPool(ChainDriver):
     """Parallel chains, one worker process per chain and at most `workers` at a time.
 
     Every worker has a pipe of its own to the parent and sends only small
@@ -460,7 +460,7 @@ class _ChainPool(_ChainDriver):
         self.scratch: Optional[str] = None
 
     def run(self) -> List[ChainResult]:
-        with _ParentSignals() as signals:
+        with ParentSignals() as signals:
             try:
                 if any(job.checkpoint is None for job in self.jobs):
                     self.scratch = tempfile.mkdtemp(prefix="spacy-ag-chains-")
@@ -479,7 +479,7 @@ class _ChainPool(_ChainDriver):
                 if self.scratch is not None:
                     shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def _loop(self, signals: _ParentSignals) -> None:
+    def _loop(self, signals: ParentSignals) -> None:
         deadline = None
         while self.pending or self.running:
             signum = signals.signum or self.stopped
@@ -502,7 +502,7 @@ class _ChainPool(_ChainDriver):
                                    args=(job, writer, self.shared, os.getpid(), result, inherited))
         blocked = hasattr(signal, "pthread_sigmask")
         if blocked:  # the worker unblocks them once its own handlers are in place
-            previous = signal.pthread_sigmask(signal.SIG_BLOCK, _StopRequest.SIGNALS)
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, StopRequest.SIGNALS)
         try:
             process.start()
         finally:
@@ -552,7 +552,7 @@ class _ChainPool(_ChainDriver):
                 self.stopped = self.stopped or message[1]
             elif self.error is None:
                 self.error = message[1]
-                self.error.__cause__ = _RemoteTraceback(message[2])
+                self.error.__cause__ = RemoteTraceback(message[2])
 
 
 

@@ -17,7 +17,7 @@ import os
 from typing import Optional
 
 from ..errors import AnnotationError, Errors, SpacyAgError
-from ..ray_chains import RayActors, _connect
+from ..ray_chains import RayActors, connect_ray
 from .runner import BatchResult, annotate_batch
 from .tasks import Batch
 
@@ -54,7 +54,7 @@ class RayWorkers(RayActors):
     """The actors of one run on the cluster at `address` (None: the local one, started if need be)."""
 
     def __init__(self, task, model, address: Optional[str] = None, workers: int = 0):
-        ray, self.connected = _connect(address)
+        ray, self.connected = connect_ray(address)
         self.ray = ray
         try:
             n = workers if workers > 0 else max(1, int(ray.cluster_resources().get("CPU", 1)))

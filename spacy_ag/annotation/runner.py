@@ -28,7 +28,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
 from ..corpus import chunked, iter_lines
 from ..errors import SpacyAgError
-from ..training import _ParentSignals
+from ..training import ParentSignals
 from .shards import Shard, ShardWriter
 from .tasks import Batch
 
@@ -108,7 +108,7 @@ def annotate_shards(task, workers, shards: Sequence[Shard],
     queue: Deque[_InFlight] = deque()
     open_writers: List[ShardWriter] = []
     try:
-        with _ParentSignals() as signals:
+        with ParentSignals() as signals:
             def stop_if_signalled() -> None:
                 if signals.signum:
                     raise AnnotationInterrupted(signals.signum)
