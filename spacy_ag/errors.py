@@ -152,6 +152,21 @@ class Errors(metaclass=_WithCodes):
             "skipped), so there is nothing to learn; the model's alphabet is fixed when it is first trained: train "
             "a new model on documents that hold these characters")
 
+    # ---- model files that cannot exhaust memory or time: sizes, header fields, missing parts (E190-E199)
+    E190 = ("{path}: member {member} holds {found} bytes uncompressed, but header.json declares {expected} ({what}); "
+            "refused before inflating it: the model file is damaged or was edited, retrain it or restore it from a "
+            "backup")
+    E191 = ("{path}: member {member!r} is not {what}; refused without reading it: the model file is damaged or "
+            "was edited, retrain it or restore it from a backup")
+    E192 = ("{path}: {member} would take {size} bytes, more than the {limit} a spacy-ag model file can hold there; "
+            "refused without reading it: the model file is damaged or not spacy-ag's")
+    E193 = ("{path}: {problem}; the model file is damaged or was edited: retrain it or restore it from a backup")
+    E194 = ("{path}: {part} is missing; the pipeline {pipeline} is incomplete (a part was not copied or was removed): "
+            "save it again with nlp.to_disk, or copy the whole directory")
+    E195 = ("{path}: header.json says {key} = {value!r}, but grammar.lt has {found}; the model file is damaged or "
+            "was edited: retrain it or restore it from a backup")
+
+
 def coded(code: str, message: str) -> str:
     """`message` with `code` in front, unless it already has a code."""
     return message if message.startswith("[") else f"[{code}] {message}"
