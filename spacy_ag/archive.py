@@ -13,7 +13,9 @@ A directory is written whole into a temporary sibling and renamed into place,
 so a crash leaves either the old archive or the new one, never a mixture;
 files get the user's umask. Reading checks the kind, the format version, the
 grammar hash and every array's shape and dtype against the header before
-anything else sees them, and every failure is a `ModelFileError`. Archives
+anything else sees them, and every failure is a `ModelFileError`. Nothing is
+inflated beyond what the header declares: a member's uncompressed size is
+checked before it is read, so a small file cannot take gigabytes. Archives
 of format 1 (``grammar.lt`` + ``state.npz`` with its header inside) are
 converted on load, with a warning.
 """
