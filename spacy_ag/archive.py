@@ -364,8 +364,6 @@ def load_npz(file: Union[PathLike, bytes], source: str, kind: str,
             zf = zipfile.ZipFile(file)
         else:
             zf = zipfile.ZipFile(io.BytesIO(file))
-    except ModelFileError:
-        raise
     except Exception as err:
         raise _archive_error(source, kind, err) from None
     with zf:

@@ -16,14 +16,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import Errors, ModelFileError
 from .settings import (
-    UNIT_CHOICES, OnlineSettings, SettingError, TopicModelSettings, check, fields_of, setting,
+    UNIT_CHOICES, GrammarSettings, InferenceSettings, OnlineSettings, SettingError, TopicModelSettings, check,
+    fields_of, setting,
 )
 
 __all__ = ["GrammarModelHeader", "TopicModelHeader", "TrainingProgress", "check_grammar_model_header",
            "check_topic_model_header"]
 
-#: How a grammar is trained (`AdaptorGrammar`'s ``inference``).
-INFERENCE_CHOICES = ("mcmc", "vb", "online")
+#: What a grammar's terminals are, and how it is trained: the choices of the settings that say so.
+MODE_CHOICES = fields_of(GrammarSettings)["mode"].metadata["choices"]
+INFERENCE_CHOICES = fields_of(InferenceSettings)["mode"].metadata["choices"]
 
 
 @dataclass
@@ -42,7 +44,7 @@ class GrammarModelHeader:
 
     start: str = setting("", "start symbol of grammar.lt", required=True)
     segment_category: str = setting("", "the nonterminal(s) whose yields are words", required=True)
-    mode: str = setting("chars", "terminals are characters or tokens", choices=("chars", "tokens"), required=True)
+    mode: str = setting("chars", "terminals are characters or tokens", choices=MODE_CHOICES, required=True)
     units: str = setting(UNIT_CHOICES[0], "what one character terminal is", choices=UNIT_CHOICES)
     split_at: Optional[List[str]] = setting(None, "hard boundaries")
     sampler: Dict[str, Any] = setting(help="the MCMC settings", factory=dict, required=True)
