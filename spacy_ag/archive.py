@@ -13,7 +13,9 @@ A directory is written whole into a temporary sibling and renamed into place,
 so a crash leaves either the old archive or the new one, never a mixture;
 files get the user's umask. Reading checks the kind, the format version, the
 grammar hash and every array's shape and dtype against the header before
-anything else sees them, and every failure is a `ModelFileError`. Archives
+anything else sees them, and every failure is a `ModelFileError`. Nothing is
+inflated beyond what the header declares: a member's uncompressed size is
+checked before it is read, so a small file cannot take gigabytes. Archives
 of format 1 (``grammar.lt`` + ``state.npz`` with its header inside) are
 converted on load, with a warning.
 """
@@ -41,9 +43,9 @@ import numpy as np
 
 from .errors import Errors, ModelFileError, OutputWriteError
 
-__all__ = ["Archive", "FORMAT_VERSION", "FULL_DISK", "archive_bytes", "atomic_writer", "full_disk_error", "is_archive",
-           "naming_failed_write", "read_archive", "replace_directory",
-           "read_archive_bytes", "remove_leftovers", "write_archive", "write_atomic_file"]
+__all__ = ["Archive", "FORMAT_VERSION", "FULL_DISK", "archive_bytes", "atomic_writer", "declared_arrays",
+           "full_disk_error", "is_archive", "load_npz", "naming_failed_write", "read_archive", "read_archive_bytes",
+           "remove_leftovers", "replace_directory", "write_archive", "write_atomic_file"]
 
 FORMAT_VERSION = 2
 HEADER, GRAMMAR, ARRAYS = "header.json", "grammar.lt", "arrays.npz"
@@ -294,25 +296,192 @@ def archive_bytes(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray]
 
 
 # ---------------------------------------------------------------- reading
+#
+# Nothing is inflated or allocated before its size is known to be what the header declares: an
+# archive's memory and time on load are bounded by the sizes its header lists (which the models'
+# own checks then compare with the grammar), never by what a zip member claims to hold.
+
+#: The most bytes a header.json or grammar.lt may hold (whose sizes no header declares): far above
+#: any model's (a 20,000-topic grammar is a few MB), far below what would exhaust a machine.
+TEXT_MEMBER_LIMIT = 256 << 20
+#: The most bytes the .npy header of one array may take (numpy writes 64-byte multiples, a few
+#: hundred bytes for any array an archive holds; numpy's own reader allows 10,000).
+NPY_HEADER_LIMIT = 10_000
+#: Per array, what arrays.npz adds to the arrays' bytes: the .npy header and the zip's two headers.
+NPZ_MEMBER_OVERHEAD = NPY_HEADER_LIMIT + 1024
+MAX_ARRAY_DIMENSIONS = 8
+#: numpy dtype kinds an archive may hold: booleans, integers, floats, complex; never objects.
+ARRAY_DTYPE_KINDS = "biufc"
+_READ_CHUNK = 1 << 24
 
 
-def _load_npz(data: bytes, source: str, kind: str) -> Dict[str, np.ndarray]:
+def _archive_error(source: str, kind: str, err: BaseException) -> ModelFileError:
+    """numpy and zipfile raise many types for damaged files; their advice to allow pickles must not reach the user."""
+    reason = "not an archive of plain numpy arrays" if "allow_pickle" in str(err) else type(err).__name__
+    return ModelFileError(Errors.E061.format(path=source, kind=kind, err=reason))
+
+
+def declared_arrays(header: Mapping[str, Any], source: str) -> Dict[str, tuple]:
+    """``{name: (shape, dtype)}`` of the header's "arrays", each checked like a config value."""
+    where = f"{source}/{HEADER}"
+    specs = header.get("arrays")
+    if not isinstance(specs, dict):
+        raise ModelFileError(Errors.E193.format(path=where, problem=f"arrays must be a table of arrays, got {specs!r}"))
+    out = {}
+    for name, spec in specs.items():
+        if not name or not name.replace("_", "").isalnum() or not name.isascii():
+            raise ModelFileError(Errors.E193.format(path=where, problem=f"arrays has a bad array name {name!r}"))
+        shape = spec.get("shape") if isinstance(spec, dict) else None
+        if not isinstance(shape, list) or len(shape) > MAX_ARRAY_DIMENSIONS or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+            raise ModelFileError(Errors.E193.format(
+                path=where, problem=f"arrays.{name}.shape must be a list of at most {MAX_ARRAY_DIMENSIONS} "
+                                    f"sizes >= 0, got {shape!r}"))
+        dtype_text = spec.get("dtype")
+        try:
+            dtype = np.dtype(dtype_text) if isinstance(dtype_text, str) else None
+        except (TypeError, ValueError):
+            dtype = None
+        if dtype is None or dtype.kind not in ARRAY_DTYPE_KINDS or dtype.fields is not None or dtype.subdtype:
+            raise ModelFileError(Errors.E193.format(
+                path=where, problem=f"arrays.{name}.dtype must be a numpy dtype of numbers such as \"<i8\", "
+                                    f"got {dtype_text!r}"))
+        out[name] = (tuple(shape), dtype)
+    return out
+
+
+def _nbytes(shape: tuple, dtype: np.dtype) -> int:
+    size = dtype.itemsize
+    for n in shape:
+        size *= n
+    return size
+
+
+def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kind: str,
+              declared: Union[tuple, None]) -> np.ndarray:
+    """One .npy member, its header checked against `declared` ((shape, dtype) or None) before the
+    array is allocated; its data read straight into the array, in chunks."""
+    name = info.filename[:-len(".npy")]
+    with zf.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=NPY_HEADER_LIMIT)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=NPY_HEADER_LIMIT)
+        else:
+            raise ValueError(f"npy format {version}")
+        found = f"{dtype.str}{list(shape)}"
+        if declared is not None and (tuple(shape), dtype.str) != (declared[0], declared[1].str):
+            raise ModelFileError(Errors.E064.format(path=where, name=name, found=found,
+                                                    expected=f"{declared[1].str}{list(declared[0])}"))
+        if dtype.kind not in ARRAY_DTYPE_KINDS or dtype.fields is not None or len(shape) > MAX_ARRAY_DIMENSIONS:
+            raise ModelFileError(Errors.E061.format(path=where, kind=kind, err="not an archive of plain numpy arrays"))
+        nbytes = _nbytes(tuple(shape), dtype)
+        if info.file_size != f.tell() + nbytes:
+            raise ModelFileError(Errors.E190.format(path=where, member=info.filename, found=info.file_size,
+                                                    expected=f.tell() + nbytes, what=found))
+        data = np.empty(nbytes, np.uint8)
+        view, done = memoryview(data), 0
+        while done < nbytes:
+            n = f.readinto(view[done:done + _READ_CHUNK])
+            if not n:
+                raise EOFError("member shorter than its size")
+            done += n
+    array = data.view(dtype)
+    return array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
+
+
+def load_npz(file: Union[PathLike, bytes], source: str, kind: str,
+             declared: Union[Mapping[str, tuple], None] = None) -> Dict[str, np.ndarray]:
+    """The arrays of an .npz file (a path or its bytes), read within bounds.
+
+    With `declared` (`declared_arrays`), the members must be exactly the arrays it lists, and each
+    one's uncompressed size (the zip's central directory) must fit its declared shape and dtype
+    before it is inflated. Without (format-1 models, checkpoints), no member may be larger than
+    the whole file, which holds every member uncompressed as spacy-ag writes them. Either way a
+    member is read only once its .npy header agrees with its size, and never unpickled.
+    """
+    container = len(file) if isinstance(file, (bytes, bytearray)) else None
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except Exception as err:  # numpy raises many types for damaged files; its advice to
-        # allow pickles must not reach the user
-        reason = "not an archive of plain numpy arrays" if "allow_pickle" in str(err) else type(err).__name__
-        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=reason)) from None
+        if container is None:
+            container = os.path.getsize(file)
+            zf = zipfile.ZipFile(file)
+        else:
+            zf = zipfile.ZipFile(io.BytesIO(file))
+    except Exception as err:
+        raise _archive_error(source, kind, err) from None
+    with zf:
+        infos = zf.infolist()
+        names = [info.filename[:-len(".npy")] if info.filename.endswith(".npy") else None for info in infos]
+        seen = set()
+        for info, name in zip(infos, names):
+            if name is None or (declared is not None and name not in declared) or name in seen:
+                raise ModelFileError(Errors.E191.format(
+                    path=source, member=info.filename, what="a numpy array (.npy) it holds only once" if declared is None
+                    else "one of the arrays header.json lists"))
+            seen.add(name)
+            if declared is not None:
+                nbytes = _nbytes(*declared[name])
+                if not nbytes + 10 <= info.file_size <= nbytes + NPY_HEADER_LIMIT + 12:
+                    raise ModelFileError(Errors.E190.format(
+                        path=source, member=info.filename, found=info.file_size, expected=nbytes,
+                        what=f"{declared[name][1].str}{list(declared[name][0])} and its .npy header"))
+            elif info.file_size > container:
+                raise ModelFileError(Errors.E192.format(path=source, member=info.filename, size=info.file_size,
+                                                        limit=container))
+        if declared is not None and set(declared) - set(names):
+            missing = sorted(set(declared) - set(names))
+            raise ModelFileError(Errors.E064.format(path=source, name=missing[0], found="missing",
+                                                    expected=f"{declared[missing[0]][1].str}"
+                                                             f"{list(declared[missing[0]][0])}"))
+        try:
+            return {name: _read_npy(zf, info, source, kind, declared[name] if declared is not None else None)
+                    for info, name in zip(infos, names)}
+        except ModelFileError:
+            raise
+        except Exception as err:
+            raise _archive_error(source, kind, err) from None
 
 
-def _check(members: Mapping[str, bytes], source: str, kind: str) -> Archive:
-    for name in (HEADER, GRAMMAR, ARRAYS):
-        if name not in members:
+def _member(zf: zipfile.ZipFile, name: str, limit: int, source: str, kind: str) -> Union[bytes, None]:
+    """The bytes of member `name` (None if absent), refused unread when it would inflate beyond `limit`."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        return None
+    if info.file_size > limit:
+        raise ModelFileError(Errors.E192.format(path=source, member=name, size=info.file_size, limit=limit))
+    try:
+        return zf.read(info)
+    except Exception as err:
+        raise _archive_error(f"{source}/{name}", kind, err) from None
+
+
+def _file(path: Path, limit: int, kind: str) -> Union[bytes, None]:
+    """The bytes of the file `path` (None if absent), refused unread when larger than `limit`."""
+    try:
+        if not path.is_file():
+            return None
+        size = path.stat().st_size
+        if size > limit:
+            raise ModelFileError(Errors.E192.format(path=path.parent, member=path.name, size=size, limit=limit))
+        return path.read_bytes()
+    except OSError as err:
+        raise ModelFileError(Errors.E061.format(path=path, kind=kind, err=err)) from None
+
+
+HeaderCheck = Callable[[Mapping[str, Any], str], None]
+
+
+def _check_header(data: Union[bytes, None], grammar: Union[bytes, None], source: str, kind: str,
+                  check_header: Union[HeaderCheck, None]):
+    """The header and grammar text, checked; the arrays the header declares."""
+    for name, member in ((HEADER, data), (GRAMMAR, grammar)):
+        if member is None:
             raise ModelFileError(Errors.E066.format(path=source, name=name))
     try:
-        header = json.loads(members[HEADER].decode("utf8"))
-        grammar_text = members[GRAMMAR].decode("utf8")
+        header = json.loads(data.decode("utf8"))
+        grammar_text = grammar.decode("utf8")
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
     except ValueError as err:
@@ -324,33 +493,30 @@ def _check(members: Mapping[str, bytes], source: str, kind: str) -> Archive:
     if header.get("grammar_sha256") != grammar_hash(grammar_text):
         raise ModelFileError(Errors.E063.format(path=f"{source}/{GRAMMAR}", found=grammar_hash(grammar_text)[:12],
                                                 expected=str(header.get("grammar_sha256"))[:12]))
-    arrays = _load_npz(members[ARRAYS], f"{source}/{ARRAYS}", kind)
-    expected = header.get("arrays")
-    if not isinstance(expected, dict) or set(expected) != set(arrays):
-        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err="the arrays do not match the header"))
-    for name, arr in arrays.items():
-        spec = expected[name]
-        want = (tuple(spec.get("shape", ())), spec.get("dtype")) if isinstance(spec, dict) else None
-        if want is None or (arr.shape, arr.dtype.str) != want:
-            raise ModelFileError(Errors.E064.format(path=source, name=name, found=f"{arr.dtype.str}{list(arr.shape)}",
-                                                    expected=f"{want[1]}{list(want[0])}" if want else "?"))
-    return Archive(kind, header, grammar_text, arrays)
+    declared = declared_arrays(header, source)
+    if check_header is not None:
+        check_header(header, source)
+    return header, grammar_text, declared
 
 
-def _legacy(members: Mapping[str, bytes], source: str, kind: str) -> Archive:
+def _legacy(arrays: Dict[str, np.ndarray], grammar: Union[bytes, None], source: str, kind: str,
+            check_header: Union[HeaderCheck, None]) -> Archive:
     """A format-1 model (grammar.lt + state.npz with a __meta__ header), converted."""
-    arrays = _load_npz(members[LEGACY_STATE], f"{source}/{LEGACY_STATE}", kind)
-    if GRAMMAR not in members:
+    if grammar is None:
         raise ModelFileError(Errors.E066.format(path=source, name=GRAMMAR))
     try:
         meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
-        grammar_text = members[GRAMMAR].decode("utf8")
+        grammar_text = grammar.decode("utf8")
+        if not isinstance(meta, dict):
+            raise ValueError("the header is not a JSON object")
     except (KeyError, ValueError) as err:
         raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
     if meta.get("kind") != kind or meta.get("format_version") != 1:
         raise ModelFileError(Errors.E062.format(path=source, found=meta.get("kind"),
                                                 version=meta.get("format_version"), kind=kind,
                                                 expected=FORMAT_VERSION))
+    if check_header is not None:
+        check_header(meta, source)
     warnings.warn(f"{source}: a spacy-ag model of format 1, converted on load; save it again to write "
                   f"format {FORMAT_VERSION}", UserWarning, stacklevel=3)
     return Archive(kind, meta, grammar_text, arrays)
@@ -362,33 +528,45 @@ def is_archive(path: PathLike) -> bool:
     return (path / HEADER).is_file() or (path / LEGACY_STATE).is_file()
 
 
-def read_archive(path: PathLike, kind: str) -> Archive:
-    """The checked archive of the directory `path`."""
+def read_archive(path: PathLike, kind: str, check_header: Union[HeaderCheck, None] = None) -> Archive:
+    """The checked archive of the directory `path`.
+
+    `check_header(header, source)` checks the model's own header fields (raising `ModelFileError`)
+    before any array is read.
+    """
     path = Path(path)
     if not path.is_dir():
         raise ModelFileError(Errors.E060.format(path=path))
-    names = (HEADER, GRAMMAR, ARRAYS) if (path / HEADER).exists() or not (path / LEGACY_STATE).exists() \
-        else (GRAMMAR, LEGACY_STATE)
-    members = {}
-    for name in names:
-        file = path / name
-        if file.is_file():
-            try:
-                members[name] = file.read_bytes()
-            except OSError as err:
-                raise ModelFileError(Errors.E061.format(path=file, kind=kind, err=err)) from None
-    if LEGACY_STATE in names and LEGACY_STATE in members:
-        return _legacy(members, str(path), kind)
-    return _check(members, str(path), kind)
+    grammar = _file(path / GRAMMAR, TEXT_MEMBER_LIMIT, kind)
+    if not (path / HEADER).exists() and (path / LEGACY_STATE).is_file():
+        arrays = load_npz(path / LEGACY_STATE, f"{path}/{LEGACY_STATE}", kind)
+        return _legacy(arrays, grammar, str(path), kind, check_header)
+    header, grammar_text, declared = _check_header(_file(path / HEADER, TEXT_MEMBER_LIMIT, kind), grammar,
+                                                   str(path), kind, check_header)
+    if not (path / ARRAYS).is_file():
+        raise ModelFileError(Errors.E066.format(path=path, name=ARRAYS))
+    arrays = load_npz(path / ARRAYS, f"{path}/{ARRAYS}", kind, declared)
+    return Archive(kind, header, grammar_text, arrays)
 
 
-def read_archive_bytes(data: bytes, source: str, kind: str) -> Archive:
-    """The checked archive of `archive_bytes` output (or of a format-1 model's bytes)."""
+def read_archive_bytes(data: bytes, source: str, kind: str, check_header: Union[HeaderCheck, None] = None
+                       ) -> Archive:
+    """The checked archive of `archive_bytes` output (or of a format-1 model's bytes); members other
+    than the archive's own are never read."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            members = {name: zf.read(name) for name in zf.namelist()}
+        zf = zipfile.ZipFile(io.BytesIO(data))
     except Exception as err:
-        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=type(err).__name__)) from None
-    if HEADER not in members and LEGACY_STATE in members:
-        return _legacy(members, source, kind)
-    return _check(members, source, kind)
+        raise _archive_error(source, kind, err) from None
+    with zf:
+        grammar = _member(zf, GRAMMAR, TEXT_MEMBER_LIMIT, source, kind)
+        names = set(zf.namelist())
+        if HEADER not in names and LEGACY_STATE in names:
+            state = _member(zf, LEGACY_STATE, len(data), source, kind)
+            return _legacy(load_npz(state, f"{source}/{LEGACY_STATE}", kind), grammar, source, kind, check_header)
+        header, grammar_text, declared = _check_header(_member(zf, HEADER, TEXT_MEMBER_LIMIT, source, kind),
+                                                       grammar, source, kind, check_header)
+        limit = sum(_nbytes(*spec) + NPZ_MEMBER_OVERHEAD for spec in declared.values()) + 1024
+        member = _member(zf, ARRAYS, limit, source, kind)
+    if member is None:
+        raise ModelFileError(Errors.E066.format(path=source, name=ARRAYS))
+    return Archive(kind, header, grammar_text, load_npz(member, f"{source}/{ARRAYS}", kind, declared))

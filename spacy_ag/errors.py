@@ -159,6 +159,39 @@ class Errors(metaclass=_WithCodes):
     E181 = ("--resume: {path} is a checkpoint that does not say which run wrote it (an earlier spacy-ag, or "
             "another program), so it cannot continue this one; train without --resume to start afresh")
 
+    # ---- model files that cannot exhaust memory or time: sizes, header fields, missing parts (E190-E199)
+    E190 = ("{path}: member {member} holds {found} bytes uncompressed, but header.json declares {expected} ({what}); "
+            "refused before inflating it: the model file is damaged or was edited, retrain it or restore it from a "
+            "backup")
+    E191 = ("{path}: member {member!r} is not {what}; refused without reading it: the model file is damaged or "
+            "was edited, retrain it or restore it from a backup")
+    E192 = ("{path}: {member} would take {size} bytes, more than the {limit} a spacy-ag model file can hold there; "
+            "refused without reading it: the model file is damaged or not spacy-ag's")
+    E193 = ("{path}: {problem}; the model file is damaged or was edited: retrain it or restore it from a backup")
+    E194 = ("{path}: {part} is missing; the pipeline {pipeline} is incomplete (a part was not copied or was removed): "
+            "save it again with nlp.to_disk, or copy the whole directory")
+    E195 = ("{path}: header.json says {key} = {value!r}, but grammar.lt has {found}; the model file is damaged or "
+            "was edited: retrain it or restore it from a backup")
+
+    # ---- output safety: streams as inputs, full disks, outputs spacy-ag did not write (E200-E219)
+    E200 = ("{path}: {what} is {kind}, not a regular file; training reads it more than once (its SHA-256 "
+            "fingerprints the run for --resume, then the text is read), and a pipe or /dev/stdin fed by one can be "
+            "read only once: save it to a file first (e.g. `cat > corpus.txt`) and give that file")
+    E201 = ("{path}: {what} is {kind}, not a regular file, and this command reads it more than once, which a pipe "
+            "or /dev/stdin fed by one allows only once: save it to a file first and give that file")
+    E202 = ("{path}: cannot write: {reason}; {todo}, then run the command again (the outputs written whole "
+            "before stay; no partial file is left)")
+    E203 = ("output {path} holds files spacy-ag did not write ({listing}); {command} writes {writes} there, "
+            "replacing anything of the same name: give a new or empty --output directory, or pass --force to "
+            "write into this one anyway")
+    E204 = ("--output {path} holds shards of {was} ({manifest}), but this run is {now}; complete shards are "
+            "skipped, so the output would mix both: give a new --output directory, or pass --force to rewrite "
+            "every shard")
+    E205 = ("--output {path} holds {count} shard{s} of INPUT (first: {first}) but no record of what made them "
+            "({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
+            "whether they match: give a new --output directory, or pass --force to rewrite every shard")
+    E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed, so it is reported as n/a: {reason}; {todo}")
+
     # ---- grammar files: reading, checking and writing py-cfg and PyAdaGram grammars (E300-E379)
     E300 = 'the grammar has no rules; a rule looks like {RULE_SHAPE}'
     E301 = "missing '-->'; a rule looks like {RULE_SHAPE}"
@@ -328,25 +361,6 @@ class Errors(metaclass=_WithCodes):
     W451 = ("spacy-ag: {where}, so numba caches compiled kernels in {cache_dir}; set NUMBA_CACHE_DIR to choose a "
             "directory")
     E452 = "{path} is not a directory of this user"
-
-    # ---- output safety: streams as inputs, full disks, outputs spacy-ag did not write (E200-E219)
-    E200 = ("{path}: {what} is {kind}, not a regular file; training reads it more than once (its SHA-256 "
-            "fingerprints the run for --resume, then the text is read), and a pipe or /dev/stdin fed by one can be "
-            "read only once: save it to a file first (e.g. `cat > corpus.txt`) and give that file")
-    E201 = ("{path}: {what} is {kind}, not a regular file, and this command reads it more than once, which a pipe "
-            "or /dev/stdin fed by one allows only once: save it to a file first and give that file")
-    E202 = ("{path}: cannot write: {reason}; {todo}, then run the command again (the outputs written whole "
-            "before stay; no partial file is left)")
-    E203 = ("output {path} holds files spacy-ag did not write ({listing}); {command} writes {writes} there, "
-            "replacing anything of the same name: give a new or empty --output directory, or pass --force to "
-            "write into this one anyway")
-    E204 = ("--output {path} holds shards of {was} ({manifest}), but this run is {now}; complete shards are "
-            "skipped, so the output would mix both: give a new --output directory, or pass --force to rewrite "
-            "every shard")
-    E205 = ("--output {path} holds {count} shard{s} of INPUT (first: {first}) but no record of what made them "
-            "({manifest}: written by hand, or by a spacy-ag that did not record it), so a rerun cannot tell "
-            "whether they match: give a new --output directory, or pass --force to rewrite every shard")
-    E206 = ("{path}: topic coherence (PMI, NPMI) cannot be computed, so it is reported as n/a: {reason}; {todo}")
 
     # ---- the command line: topics, annotation, init-config, morphology (E460-E478)
     E460 = "module 'spacy_ag' has no attribute {name!r}"

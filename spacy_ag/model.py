@@ -30,6 +30,7 @@ from .grammar import (
 )
 from .grammar.checks import uncovered_error
 from .archive import archive_bytes, reproducible, read_archive, read_archive_bytes, write_archive
+from .model_headers import check_grammar_model_header
 from .errors import Errors, ModelFileError, TextError
 from .serialize import flat_settings, state_from_arrays
 from .settings import (
@@ -762,12 +763,12 @@ class AdaptorGrammar:
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "AdaptorGrammar":
         """Inverse of `to_bytes`; `source` names the data in error messages."""
-        return cls._from_archive(read_archive_bytes(data, source, ARCHIVE_KIND), source)
+        return cls._from_archive(read_archive_bytes(data, source, ARCHIVE_KIND, check_grammar_model_header), source)
 
     @classmethod
     def load(cls, path: PathLike) -> "AdaptorGrammar":
         """The model saved by `save` in the directory `path`."""
-        return cls._from_archive(read_archive(path, ARCHIVE_KIND), str(path))
+        return cls._from_archive(read_archive(path, ARCHIVE_KIND, check_grammar_model_header), str(path))
 
     @classmethod
     def _from_archive(cls, archive, source: str) -> "AdaptorGrammar":

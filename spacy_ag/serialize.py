@@ -54,7 +54,7 @@ def read_npz(path: Path, kind: str) -> Tuple[Dict[str, np.ndarray], Dict[str, An
     path = Path(path)
     if not path.exists():
         raise ModelFileError(f"{path}: file not found")
-    return read_npz_bytes(path.read_bytes(), str(path), kind)
+    return _checked_meta(archive.load_npz(path, str(path), kind), str(path), kind)
 
 
 def meta_header(kind: str, **fields) -> Dict[str, Any]:
@@ -72,9 +72,14 @@ def npz_bytes(arrays: Dict[str, np.ndarray], meta: Dict) -> bytes:
 
 def read_npz_bytes(data: bytes, source: str, kind: str):
     """Arrays and JSON header of an in-memory npz, checked for kind and format version."""
-    arrays = archive._load_npz(data, source, kind)
+    return _checked_meta(archive.load_npz(data, source, kind), source, kind)
+
+
+def _checked_meta(arrays: Dict[str, np.ndarray], source: str, kind: str):
     try:
         meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
+        if not isinstance(meta, dict):
+            raise ValueError("the header is not a JSON object")
     except (KeyError, ValueError) as err:
         raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
     version = meta.get("format_version")

@@ -241,7 +241,7 @@ class OnlineSettings:
     batch_size: int = setting(20, "sentences per minibatch (vb: the whole corpus)", low=1)
     tau: float = setting(128.0, "decay inertia tau", low=0.0)
     kappa: float = setting(0.6, "decay rate kappa (0.5 < kappa <= 1 for online; vb: 0)", low=0.0, high=1.0)
-    samples: int = setting(10, "trees sampled per sentence in the E-step", low=1)
+    samples: int = setting(10, "trees sampled per sentence in the E-step", low=1, high=1000)
     refine_every: int = setting(50, "minibatches between prunings of the grammatons (vb: every pass)", low=0)
     truncation: Dict[str, int] = setting(help='entries kept per adapted nonterminal, e.g. {"Word": 1500}',
                                          factory=dict, low=1)
@@ -396,7 +396,9 @@ TOPIC_INFERENCE = ("online", "gibbs")
 class TopicModelSettings:
     """What a topic model is: shared by topic configs and the ``ag_topics`` component."""
 
-    n_topics: int = setting(5, "number of topics", low=1)
+    # the upper bounds keep a saved model's header (checked by these ranges) from asking for ever or
+    # for all memory: 100,000 topics is five times the largest grammar benchmarked (20,000 topics)
+    n_topics: int = setting(5, "number of topics", low=1, high=100_000)
     alpha: float = setting(0.1, "Dirichlet prior of the document proportions", low=0.0, low_open=True)
     a: float = setting(0.0, "Pitman-Yor a of every topic", low=0.0, high=1.0, high_open=True)
     b: Union[float, str] = setting(TOPIC_B, 'Pitman-Yor b of every topic, or "auto": tokens / (2 n_topics)',
@@ -405,7 +407,8 @@ class TopicModelSettings:
     # after 3, .063 after 5, .053 after 15
     passes: int = setting(5, "online passes over the documents (inference = online)", low=1)
     local_iterations: int = setting(20, "a document's proportions: fixed-point iterations (online), or Gibbs "
-                                        "sweeps of a new document, half of them burn-in (gibbs)", low=1)
+                                        "sweeps of a new document, half of them burn-in (gibbs)", low=1,
+                                high=1000)
     units: str = units_setting()
     # a corpus in memory is learned by Gibbs sweeps: on de-news (K = 20, docs/benchmarks.md "What makes
     # the topics coherent") c_npmi .094 against .038 online; streams, partial_fit and spaCy's updates are

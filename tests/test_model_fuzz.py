@@ -20,13 +20,21 @@ through the same entry point as ``python -m spacy_ag`` (a few cases also as
 a real ``python -m spacy_ag`` process). A case passes when the process exits
 0 with sane output (every segmentation spells its input), or non-zero with
 exactly one stderr line carrying an ``[E...]`` code; a signal or a hang (60 s)
-fails it. Damaged models must be refused with a model-file code (E060-E079),
-not merely survive.
+fails it. Damaged models must be refused with a model-file code (E060-E079,
+E190-E199), not merely survive.
+
+Files built to exhaust memory or time are refused before any work, each in a
+process of its own whose peak RSS is asserted: a 2 GiB deflated npz member
+(unlisted, in place of a listed array, or behind a lying .npy header; on disk
+and as bytes), header fields that ask for endless work (local_iterations =
+10**12, n_topics = 10**9 or other than the grammar's) or have the wrong type,
+and pipelines with a saved part removed.
 """
 from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -55,7 +63,7 @@ DOCS = [["the", "dog", "cat"], ["a", "dog"], ["cat", "the"], ["dog", "dog", "a"]
 STATE_FIELDS = list(State._fields)
 VB_FIELDS = [f"vb_{name}" for name in Variational._fields]
 MODELS = {"mcmc": "model", "online": "model", "topic": "topic"}  # name -> driver kind
-MODEL_FILE_CODES = tuple(f"[E0{n}]" for n in range(60, 80))
+MODEL_FILE_CODES = tuple(f"[E0{n}]" for n in range(60, 80)) + tuple(f"[E{n}]" for n in range(190, 200))
 
 # ---------------------------------------------------------------------------
 # mutations, by what an array holds
@@ -642,3 +650,281 @@ def test_reported_damage_is_one_line(fuzz):
             assert result["rc"] == 1, (case, mode, result)
             (line,) = error_lines(result["stderr"])
             assert fragment in line and "allow_pickle" not in line, (case, mode, line)
+
+
+# ---------------------------------------------------------------------------
+# files that would exhaust memory or time: zip bombs, headers that ask too much, wrong types,
+# pipelines missing a part. Each refusal is one coded line (CLI) or a ModelFileError (Python),
+# before anything is inflated or run; the memory cases run in a process of their own, which
+# reports its peak RSS.
+
+BOMB_SIZE = 2 << 30  # 2 GiB of zeros: about 2 MB deflated
+PEAK_LIMIT_KB = 300_000
+WRONG_TYPES = {"shape_int": ("arrays", "f", "shape", 5), "shape_null": ("arrays", "f", "shape", None),
+               "start_int": ("start", 5), "segment_category_int": ("segment_category", 5)}
+
+
+def deflated_npy_member(zf, name: str, shape: tuple, dtype: str, data_bytes: int) -> None:
+    """A deflated member `name` of zf: a .npy header for `shape` and `dtype`, then `data_bytes` zeros."""
+    import io
+    import zipfile
+
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": dtype, "fortran_order": False, "shape": shape})
+    info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zf.open(info, "w", force_zip64=True) as f:
+        f.write(head.getvalue())
+        chunk = bytes(1 << 24)
+        for start in range(0, data_bytes, len(chunk)):
+            f.write(chunk[:data_bytes - start])
+
+
+def npz_with(source: Path, target: Path, replace: Optional[str] = None, add=None) -> None:
+    """A copy of the npz `source` without member `replace`; `add(zf)` writes more members."""
+    import zipfile
+
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w", compresslevel=1) as zout:
+        for info in zin.infolist():
+            if info.filename != replace:
+                zout.writestr(info, zin.read(info.filename))
+        if add is not None:
+            add(zout)
+
+
+def copy_model(source: Path, target: Path, **header_changes) -> Path:
+    import shutil
+
+    shutil.copytree(source, target)
+    if header_changes:
+        header = json.loads((target / "header.json").read_text("utf8"))
+        header.update(header_changes)
+        (target / "header.json").write_text(json.dumps(header), encoding="utf8")
+    return target
+
+
+def archive_bytes_of(path: Path) -> bytes:
+    from spacy_ag.archive import zip_bytes
+
+    return zip_bytes({name: (path / name).read_bytes() for name in ("header.json", "grammar.lt", "arrays.npz")})
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """The trained models and the hostile files built from them."""
+    import zipfile
+
+    root = tmp_path_factory.mktemp("hostile")
+    trained = train_models(root / "trained")
+    mcmc = trained["mcmc"]
+    files = {"trained": trained, "input": root / "input.txt", "docs": root / "docs.txt"}
+    files["input"].write_text("\n".join(TEXTS) + "\n", encoding="utf8")
+    files["docs"].write_text("\n".join(" ".join(d) for d in DOCS) + "\n", encoding="utf8")
+    # an extra member the header does not list, 2 GiB deflated
+    extra = copy_model(mcmc, root / "extra_member")
+    npz_with(mcmc / "arrays.npz", extra / "arrays.npz",
+             add=lambda zf: deflated_npy_member(zf, "zz_bomb.npy", (BOMB_SIZE,), "|u1", BOMB_SIZE))
+    files["extra_member"] = extra
+    (root / "extra_member.bytes").write_bytes(archive_bytes_of(extra))
+    # the same 2 GiB as a member of the archive bytes beside arrays.npz (never read: not the archive's)
+    with zipfile.ZipFile(root / "outer_member.bytes", "w", compresslevel=1) as zf:
+        for name in ("header.json", "grammar.lt", "arrays.npz"):
+            zf.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), (mcmc / name).read_bytes())
+        deflated_npy_member(zf, "zz_bomb.npy", (BOMB_SIZE,), "|u1", BOMB_SIZE)
+    # a listed array whose member inflates to 2 GiB, the header unchanged
+    header = json.loads((mcmc / "header.json").read_text("utf8"))
+    listed = copy_model(mcmc, root / "listed_member")
+    npz_with(mcmc / "arrays.npz", listed / "arrays.npz", replace="f.npy",
+             add=lambda zf: deflated_npy_member(zf, "f.npy", (BOMB_SIZE // 8,), "<f8", BOMB_SIZE))
+    files["listed_member"] = listed
+    (root / "listed_member.bytes").write_bytes(archive_bytes_of(listed))
+    # a member of the declared size whose .npy header claims 2 GiB
+    f_spec = header["arrays"]["f"]
+    declared = int(np.prod(f_spec["shape"])) * np.dtype(f_spec["dtype"]).itemsize
+    lying = copy_model(mcmc, root / "npy_header_lies")
+    npz_with(mcmc / "arrays.npz", lying / "arrays.npz", replace="f.npy",
+             add=lambda zf: deflated_npy_member(zf, "f.npy", (BOMB_SIZE // 8,), f_spec["dtype"], declared))
+    files["npy_header_lies"] = lying
+    # headers asking for too much, or of the wrong types
+    topic = trained["topic"]
+    files["local_iterations"] = copy_model(topic, root / "local_iterations", local_iterations=10 ** 12)
+    files["n_topics_huge"] = copy_model(topic, root / "n_topics_huge", n_topics=10 ** 9)
+    files["n_topics_other"] = copy_model(topic, root / "n_topics_other", n_topics=3)
+    for case, change in WRONG_TYPES.items():
+        path = copy_model(mcmc, root / case)
+        header = json.loads((path / "header.json").read_text("utf8"))
+        if change[0] == "arrays":
+            header["arrays"][change[1]][change[2]] = change[3]
+        else:
+            header[change[0]] = change[1]
+        (path / "header.json").write_text(json.dumps(header), encoding="utf8")
+        files[case] = path
+    files["root"] = root
+    return files
+
+
+PEAK_DRIVER = textwrap.dedent(r'''
+    import json, resource, sys
+    how, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    result = {}
+    try:
+        if how == "from_bytes":
+            from pathlib import Path
+            from spacy_ag.errors import SpacyAgError
+            from spacy_ag.model import AdaptorGrammar
+            try:
+                AdaptorGrammar.from_bytes(Path(path).read_bytes())
+                result["outcome"] = "loaded"
+            except SpacyAgError as err:
+                result["outcome"] = err.coded_line()
+        else:
+            import typer.main
+            from spacy_ag.cli import app
+            try:
+                typer.main.get_command(app).main(args=["segment", path, sys.argv[4]], prog_name="spacy-ag")
+                result["rc"] = 0
+            except SystemExit as stop:
+                result["rc"] = stop.code
+    finally:
+        result["peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        json.dump(result, open(out, "w"))
+''')
+
+
+def run_measured(how: str, path: Path, tmp_path: Path, *extra: str) -> dict:
+    """Run `how` ("segment" or "from_bytes") on `path` in a process of its own; its outcome and peak RSS."""
+    out = tmp_path / "peak.json"
+    done = subprocess.run([sys.executable, "-c", PEAK_DRIVER, how, str(path), str(out), *map(str, extra)],
+                          capture_output=True, text=True, timeout=CASE_TIMEOUT)
+    result = json.loads(out.read_text())
+    result["stderr"] = done.stderr
+    return result
+
+
+@pytest.mark.parametrize("case, code, names", [
+    ("extra_member", "[E191]", ("arrays.npz", "zz_bomb.npy")),
+    ("listed_member", "[E190]", ("arrays.npz", "f.npy")),
+    ("npy_header_lies", "[E064]", ("arrays.npz", "'f'")),
+])
+def test_inflating_member_refused_in_bounded_memory(hostile, tmp_path, case, code, names):
+    """`spacy-ag segment` peaked at 2.21 GB before refusing the extra member; now refused unread."""
+    result = run_measured("segment", hostile[case], tmp_path, hostile["input"])
+    (line,) = error_lines(result["stderr"])
+    assert result["rc"] == 1 and code in line and all(name in line for name in names), result
+    assert result["peak_kb"] < PEAK_LIMIT_KB, result
+
+
+@pytest.mark.parametrize("case, outcome", [
+    ("extra_member.bytes", "[E192]"),  # arrays.npz is larger than its declared arrays can make it
+    ("listed_member.bytes", "[E192]"),
+    ("outer_member.bytes", "loaded"),  # a member that is not the archive's is never read
+])
+def test_from_bytes_reads_within_declared_sizes(hostile, tmp_path, case, outcome):
+    """`AdaptorGrammar.from_bytes` (the path of nlp.from_bytes) loaded the outer 2 GiB member at 4.3 GB."""
+    result = run_measured("from_bytes", hostile["root"] / case, tmp_path)
+    assert result["outcome"].startswith(outcome), result
+    assert result["peak_kb"] < PEAK_LIMIT_KB, result
+
+
+def test_header_asking_for_endless_work_is_refused(hostile):
+    """local_iterations = 10**12 made tag-topics run for ever; n_topics 10**9 failed with E999."""
+    from spacy_ag.errors import ModelFileError
+    from spacy_ag.topics.model import TopicModel
+
+    for case, code, fragment in (("local_iterations", "[E193]", "local_iterations must be an integer in [1, 1000]"),
+                                 ("n_topics_huge", "[E193]", "n_topics must be an integer in [1, 100000]"),
+                                 ("n_topics_other", "[E195]", "n_topics = 3, but grammar.lt has 2 topics")):
+        path = hostile[case]
+        done = subprocess.run([sys.executable, "-m", "spacy_ag", "tag-topics", str(path), str(hostile["docs"])],
+                              capture_output=True, text=True, timeout=CASE_TIMEOUT)  # a hang fails the test
+        (line,) = error_lines(done.stderr)
+        assert done.returncode == 1 and code in line and fragment in line and str(path) in line, done.stderr
+        with pytest.raises(ModelFileError, match=re.escape(fragment)):
+            TopicModel.load(path)
+        with pytest.raises(ModelFileError, match=re.escape(fragment)):
+            TopicModel.from_bytes(archive_bytes_of(path))
+
+
+@pytest.mark.parametrize("case", list(WRONG_TYPES))
+def test_header_field_of_wrong_type_is_one_coded_line(hostile, case):
+    """shape 5 or null, start 5, segment_category 5 gave E999 (TypeError) in the CLI."""
+    from typer.testing import CliRunner
+
+    from spacy_ag.cli import app
+    from spacy_ag.errors import ModelFileError
+    from spacy_ag.model import AdaptorGrammar
+
+    path = hostile[case]
+    field = "arrays.f.shape" if WRONG_TYPES[case][0] == "arrays" else WRONG_TYPES[case][0]
+    result = CliRunner().invoke(app, ["segment", str(path), str(hostile["input"])])
+    (line,) = error_lines(result.stderr)
+    assert result.exit_code == 1 and "[E193]" in line and f"{path}/header.json: {field} must be" in line, line
+    with pytest.raises(ModelFileError, match=re.escape(f"{field} must be")):
+        AdaptorGrammar.load(path)
+    with pytest.raises(ModelFileError, match=re.escape(f"{field} must be")):
+        AdaptorGrammar.from_bytes(archive_bytes_of(path))
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    """A tiny pipeline (segmenter tokenizer + ag_parser) saved to disk."""
+    import spacy
+    from spacy.training import Example
+
+    path = tmp_path_factory.mktemp("pipeline") / "nlp"
+    nlp = spacy.blank("xx", config={"nlp": {"tokenizer": {"@tokenizers": "spacy-ag.Segmenter.v1",
+                                                          "iterations": 3, "seed": 1}}})
+    nlp.add_pipe("ag_parser", config={"grammar": "colloc", "iterations": 2, "seed": 2})
+    nlp.initialize(lambda: [Example.from_dict(nlp.make_doc(t), {}) for t in TRAIN])
+    nlp.to_disk(path)
+    return path
+
+
+@pytest.mark.parametrize("case", list(WRONG_TYPES))
+def test_spacy_load_raises_model_file_error_for_wrong_types(pipeline, tmp_path, case):
+    """spacy.load gave a raw TypeError."""
+    import shutil
+
+    import spacy
+
+    from spacy_ag.errors import ModelFileError
+
+    path = tmp_path / "nlp"
+    shutil.copytree(pipeline, path)
+    header_file = path / "tokenizer" / "model" / "header.json"
+    header = json.loads(header_file.read_text("utf8"))
+    change = WRONG_TYPES[case]
+    if change[0] == "arrays":
+        header["arrays"][change[1]][change[2]] = change[3]
+    else:
+        header[change[0]] = change[1]
+    header_file.write_text(json.dumps(header), encoding="utf8")
+    with pytest.raises(ModelFileError, match=r"\[E193\] " + re.escape(str(header_file))):
+        spacy.load(path)
+
+
+@pytest.mark.parametrize("missing", ["tokenizer", "ag_parser/model", "ag_parser/cfg"])
+def test_pipeline_missing_a_part_is_refused(pipeline, tmp_path, missing):
+    """Without tokenizer/, spacy.load split text into characters and evaluate exited 0 (token F .027)."""
+    import shutil
+
+    import spacy
+    from typer.testing import CliRunner
+
+    from spacy_ag.cli import app
+    from spacy_ag.errors import ModelFileError
+
+    path = tmp_path / "nlp"
+    shutil.copytree(pipeline, path)
+    part = path / missing
+    shutil.rmtree(part) if part.is_dir() else part.unlink()
+    with pytest.raises(ModelFileError, match=r"\[E194\] " + re.escape(str(part))):
+        spacy.load(path)
+    text = tmp_path / "text.txt"
+    text.write_text("the dog\nacat\n", encoding="utf8")
+    for command in ("evaluate", "segment", "parse"):
+        result = CliRunner().invoke(app, [command, str(path), str(text)])
+        (line,) = error_lines(result.stderr)
+        assert result.exit_code == 1 and "[E194]" in line and str(part) in line, (command, result.stderr)
+    shutil.copytree(pipeline, tmp_path / "whole")
+    assert [t.text for t in spacy.load(tmp_path / "whole")("thedog")]  # the whole pipeline loads

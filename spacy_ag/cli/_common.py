@@ -143,7 +143,7 @@ def resolve_model_dir(path: Path, wanted: Tuple[Sequence[str], str]) -> Path:
     settings (`spacy_ag.components.serialization.saved_components`): the first
     of the kinds in `wanted` (e.g. `SEGMENTER_MODEL`) is used.
     """
-    from ..components.serialization import saved_components
+    from ..components.serialization import check_saved_pipeline, saved_components
     from ..errors import Errors, ModelFileError
 
     kinds, components = wanted
@@ -152,6 +152,7 @@ def resolve_model_dir(path: Path, wanted: Tuple[Sequence[str], str]) -> Path:
     archive = model_archive(path)
     if archive is not None:
         return archive
+    check_saved_pipeline(path)
     by_kind: Dict[str, Path] = {}
     for _, kind, model_dir in saved_components(path):
         by_kind.setdefault(kind, model_dir)

@@ -8,8 +8,10 @@ A component's state is its settings (``self.cfg``, JSON) and its model (an
 
 ``exclude`` takes "cfg" and "model", as spaCy passes it. The settings the
 component was built with (its config) win over the saved ``cfg``, which is
-checked for its kind and version; a saved ``cfg`` that says "fitted" without
-a model directory is an incomplete pipeline and refused.
+checked for its kind and version. spaCy calls ``from_disk`` with a part's
+folder whether or not it was saved, so a missing folder or ``cfg``, or a
+``cfg`` that says "fitted" without a model directory, is an incomplete
+pipeline and refused (E194) instead of leaving the component unfitted.
 """
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ from typing import Any, Dict, Iterable, List, Tuple, Union
 import srsly
 from spacy import util
 
-from ..errors import ModelFileError
+from ..errors import Errors, ModelFileError
 
-__all__ = ["CFG_VERSION", "ModelSerializer", "saved_components"]
+__all__ = ["CFG_VERSION", "ModelSerializer", "check_saved_pipeline", "saved_components"]
 
 CFG_VERSION = 1
 
@@ -51,6 +53,42 @@ def saved_components(pipeline: Union[str, Path]) -> List[Tuple[str, str, Path]]:
         if isinstance(cfg, dict) and isinstance(cfg.get("kind"), str):
             found.append((cfg_file.parent.name, cfg["kind"], model_dir))
     return found
+
+
+#: What spaCy saves of a pipeline's spacy-ag parts: the tokenizer's registered name and the factories.
+SEGMENTER_TOKENIZER = "spacy-ag.Segmenter.v1"
+MODEL_FACTORIES = ("ag_parser", "ag_topics")
+
+
+def check_saved_pipeline(pipeline: Union[str, Path]) -> None:
+    """Refuse (`ModelFileError`, E194) a pipeline directory whose config lists a spacy-ag part (the
+    segmenter tokenizer, an ag_parser or ag_topics component) that is not saved there whole: its
+    folder, its settings file, and its model directory when the settings say it is fitted."""
+    pipeline = Path(pipeline)
+    config_file = pipeline / "config.cfg"
+    if not config_file.is_file():
+        return
+    try:
+        config = util.load_config(config_file, interpolate=False)
+        nlp_section = config.get("nlp", {})
+        parts = ["tokenizer"] if nlp_section.get("tokenizer", {}).get("@tokenizers") == SEGMENTER_TOKENIZER else []
+        parts += [name for name in nlp_section.get("pipeline", [])
+                  if config.get("components", {}).get(name, {}).get("factory") in MODEL_FACTORIES]
+    except Exception:  # not a config spaCy can read: loading the pipeline says why
+        return
+    for name in parts:
+        folder, what = pipeline / name, "the tokenizer's folder" if name == "tokenizer" else f"the folder of {name}"
+        if not folder.is_dir():
+            raise ModelFileError(Errors.E194.format(path=folder, part=what, pipeline=pipeline))
+        if not (folder / "cfg").is_file():
+            raise ModelFileError(Errors.E194.format(path=folder / "cfg", part="the settings file", pipeline=pipeline))
+        try:
+            fitted = srsly.read_json(folder / "cfg").get("fitted")
+        except (ValueError, AttributeError):
+            continue  # loading the pipeline says what is wrong with it
+        if fitted and not (folder / "model").is_dir():
+            raise ModelFileError(Errors.E194.format(path=folder / "model", part="the model directory",
+                                                    pipeline=pipeline))
 
 
 class ModelSerializer:
@@ -99,20 +137,26 @@ class ModelSerializer:
         """
         path = util.ensure_path(path)
         saved: Dict[str, Any] = {}
+        # spaCy calls this with the part's folder whether or not it was saved: a missing one would
+        # leave the component unfitted (a segmenter then splits text into single characters)
+        if not path.is_dir() and not {"cfg", "model"} <= set(exclude):
+            raise ModelFileError(Errors.E194.format(path=path, part=f"the {self.kind}'s folder",
+                                                    pipeline=path.parent))
 
         def read_cfg(p: Path) -> None:
-            if p.exists():
-                try:
-                    cfg = srsly.read_json(p)
-                except ValueError as err:
-                    raise ModelFileError(f"{p}: damaged settings file ({err})") from None
-                saved.update(_check_cfg(cfg, str(p), self.kind))
+            if not p.exists():
+                raise ModelFileError(Errors.E194.format(path=p, part="the settings file", pipeline=path.parent))
+            try:
+                cfg = srsly.read_json(p)
+            except ValueError as err:
+                raise ModelFileError(f"{p}: damaged settings file ({err})") from None
+            saved.update(_check_cfg(cfg, str(p), self.kind))
 
         def read_model(p: Path) -> None:
             if p.exists():
                 self._set_model(self._model_class().load(p))
-            elif saved.get("fitted") and "model" not in exclude:
-                raise ModelFileError(f"{p}: model directory missing; {path} is incomplete")
+            elif saved.get("fitted"):
+                raise ModelFileError(Errors.E194.format(path=p, part="the model directory", pipeline=path.parent))
 
         util.from_disk(path, {"cfg": read_cfg, "model": read_model}, exclude)
         return self

@@ -510,8 +510,9 @@ class TopicModel:
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<topic model bytes>") -> "TopicModel":
         from ..archive import read_archive_bytes
+        from ..model_headers import check_topic_model_header
 
-        return cls._from_archive(read_archive_bytes(data, source, cls.ARCHIVE_KIND), source)
+        return cls._from_archive(read_archive_bytes(data, source, cls.ARCHIVE_KIND, check_topic_model_header), source)
 
     @classmethod
     def load(cls, path: PathLike) -> "TopicModel":
@@ -530,8 +531,9 @@ class TopicModel:
             foreign directory raises `ModelFileError` (one coded line).
         """
         from ..archive import read_archive
+        from ..model_headers import check_topic_model_header
 
-        return cls._from_archive(read_archive(path, cls.ARCHIVE_KIND), str(path))
+        return cls._from_archive(read_archive(path, cls.ARCHIVE_KIND, check_topic_model_header), str(path))
 
     @classmethod
     def _from_archive(cls, archive, source: str) -> "TopicModel":
@@ -560,6 +562,10 @@ class TopicModel:
         state = state_from_arrays(arrays, source)
         variational = variational_from_arrays(arrays, source)
         compiled = CompiledGrammar(grammar)
+        found = sum(1 for s in compiled.nonterminals if s.startswith("TOPIC_"))
+        if found != model.n_topics:  # the kernels size their arrays by one and index by the other
+            raise ModelFileError(Errors.E195.format(path=source, key="n_topics", value=model.n_topics,
+                                                    found=f"{found} topics"))
         from ..state_checks import arrays_source, check_state  # every array, before any kernel sees it
 
         check_state(compiled, state, variational, arrays_source(archive, source), require_variational=True)
