@@ -36,7 +36,7 @@ LAYERS: List[Tuple[str, List[str]]] = [
                  "core/vhyper.py", "core/topics.py", "core/topic_gibbs.py"]),
     ("runners and storage", ["core/chain.py", "core/online.py", "core/warm_start.py", "core/estep_shards.py",
                              "training.py", "online_training.py", "ray_chains.py", "ray_estep.py", "topics/gibbs.py",
-                             "serialize.py", "archive.py", "state_checks.py"]),
+                             "serialize.py", "archive.py", "model_headers.py", "state_checks.py"]),
     ("models", ["model.py", "topics/model.py", "topics/__init__.py"]),
     ("faces", ["components/", "annotation/", "config.py"]),
     ("entry points", ["train/", "cli/", "__main__.py", "__init__.py"]),
