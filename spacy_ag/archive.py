@@ -369,7 +369,7 @@ def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kind: str,
         elif version == (2, 0):
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=NPY_HEADER_LIMIT)
         else:
-            raise ValueError(f"npy format {version}")
+            raise ValueError(Errors.E524.format(version=version))
         found = f"{dtype.str}{list(shape)}"
         if declared is not None and (tuple(shape), dtype.str) != (declared[0], declared[1].str):
             raise ModelFileError(Errors.E064.format(path=where, name=name, found=found,
@@ -385,7 +385,7 @@ def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kind: str,
         while done < nbytes:
             n = f.readinto(view[done:done + _READ_CHUNK])
             if not n:
-                raise EOFError("member shorter than its size")
+                raise EOFError(Errors.E525)
             done += n
     array = data.view(dtype)
     return array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
@@ -483,7 +483,7 @@ def _check_header(data: Union[bytes, None], grammar: Union[bytes, None], source:
         header = json.loads(data.decode("utf8"))
         grammar_text = grammar.decode("utf8")
         if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
+            raise ValueError(Errors.E522)
     except ValueError as err:
         raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
     found, version = header.get("kind"), header.get("format_version")
@@ -508,7 +508,7 @@ def _legacy(arrays: Dict[str, np.ndarray], grammar: Union[bytes, None], source: 
         meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
         grammar_text = grammar.decode("utf8")
         if not isinstance(meta, dict):
-            raise ValueError("the header is not a JSON object")
+            raise ValueError(Errors.E522)
     except (KeyError, ValueError) as err:
         raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
     if meta.get("kind") != kind or meta.get("format_version") != 1:
@@ -517,8 +517,7 @@ def _legacy(arrays: Dict[str, np.ndarray], grammar: Union[bytes, None], source: 
                                                 expected=FORMAT_VERSION))
     if check_header is not None:
         check_header(meta, source)
-    warnings.warn(f"{source}: a spacy-ag model of format 1, converted on load; save it again to write "
-                  f"format {FORMAT_VERSION}", UserWarning, stacklevel=3)
+    warnings.warn(Errors.W520.format(source=source, version=FORMAT_VERSION), UserWarning, stacklevel=3)
     return Archive(kind, meta, grammar_text, arrays)
 
 

@@ -86,6 +86,12 @@ class Errors(metaclass=_WithCodes):
     E072 = "{path}: {what}; retrain the model or restore it from a backup"
     E073 = ("{path}: a Gibbs checkpoint of another corpus, seed or number of topics; train afresh without "
             "--resume, or into another --output")
+    E074 = '{source}: not a spacy-ag state (missing {missing}); was it written by another program?'
+    E075 = '{source}: state does not match {grammar_source}'
+    E076 = '{path}: file not found'
+    E077 = '{source}: not the settings of a spacy-ag {kind}'
+    E078 = '{source}: settings of version {found!r}, expected {expected}; use the spacy-ag version that wrote it'
+    E079 = '{source}: damaged data ({err})'
     # ---- text (E110-E129)
     E120 = ("{source}: a run of {n} terminals without a boundary is too long to parse with this grammar (at "
             "most {limit}: without a max_span on every adapted nonterminal, time grows with the cube of the "
@@ -172,6 +178,8 @@ class Errors(metaclass=_WithCodes):
             "save it again with nlp.to_disk, or copy the whole directory")
     E195 = ("{path}: header.json says {key} = {value!r}, but grammar.lt has {found}; the model file is damaged or "
             "was edited: retrain it or restore it from a backup")
+    E196 = '{p}: damaged settings file ({err})'
+    E197 = '{source}: damaged settings ({err})'
 
     # ---- output safety: streams as inputs, full disks, outputs spacy-ag did not write (E200-E219)
     E200 = ("{path}: {what} is {kind}, not a regular file; training reads it more than once (its SHA-256 "
@@ -433,6 +441,30 @@ class Errors(metaclass=_WithCodes):
     E514 = 'rule {parent} --> {CORPUS_CLASS} is not expanded; give a corpus so its characters are known'
     E515 = ("--level {unknown}: not a nonterminal of the model's grammar (nor one with a class index such as "
             "{example}_1); choose from {nonterminals}")
+
+    # ---- model and settings files, and the Python API of the models (E520-E554)
+    W520 = '{source}: a spacy-ag model of format 1, converted on load; save it again to write format {version}'
+    E522 = 'the header is not a JSON object'
+    E524 = 'npy format {version}'
+    E525 = 'member shorter than its size'
+    E526 = '{what} not found: {path}'
+    E527 = '{what} {path} is a directory, expected a file'
+    E528 = '{option} must be one of {choices}, got {value!r}'
+    E534 = 'max_span must be a number of terminals, at least 1, got {max_span}'
+    E535 = 'unknown inference mode {inference!r}; use one of {modes}'
+    E536 = 'corpus file not found: {corpus}'
+    E537 = '{source}: no text to train on'
+    E538 = 'the model has not been fitted in this session'
+    E540 = 'the model has no trained state: call fit() or load() first'
+    E541 = '{category!r} is not adapted; adapted: {adapted}'
+    E543 = ("{source}:{lines}: this sentence has no parse under the grammar; check the grammar with `spacy-ag "
+            "check-grammar`")
+    E550 = 'inference must be one of {modes}, got {inference!r}'
+    E551 = ("the Gibbs sampler of the topics needs a = 0 (Dirichlet-process topics), got a = {a}; use "
+            "inference='online' for Pitman-Yor topics")
+    E552 = 'the topic model is not trained: call fit() or partial_fit() first, or load()'
+    E553 = 'Gibbs sampling starts from an untrained model; continue a trained one with partial_fit'
+    E554 = "digamma needs a positive argument"
 
 
 def coded(code: str, message: str) -> str:

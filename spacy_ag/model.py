@@ -97,7 +97,7 @@ class AdaptorGrammar:
         if not isinstance(grammar, Grammar):
             grammar = read_grammar(grammar, **grammar_options)
         if max_span < 1:
-            raise ValueError(f"max_span must be a number of terminals, at least 1, got {max_span}")
+            raise ValueError(Errors.E534.format(max_span=max_span))
         self.max_span = int(max_span)
         self.grammar = grammar
         self.segment_category = segment_category
@@ -107,7 +107,7 @@ class AdaptorGrammar:
         # checked and normalised (4 -> 4.0 for a float setting), so a saved model reads back to the same bytes
         self.sampler = normalized(sampler or SamplerSettings(), "sampler")
         if inference not in INFERENCE_MODES:
-            raise ValueError(f"unknown inference mode {inference!r}; use one of {', '.join(INFERENCE_MODES)}")
+            raise ValueError(Errors.E535.format(inference=inference, modes=', '.join(INFERENCE_MODES)))
         self.inference = inference
         self.online = normalized(online or OnlineSettings(), "online")
         self.compiled: Optional[CompiledGrammar] = None
@@ -147,7 +147,7 @@ class AdaptorGrammar:
                 isinstance(corpus, str) and "\n" not in corpus and Path(corpus).exists()):
             return read_corpus(corpus, mode=self.mode, split_at=self.split_at, units=self.units)
         if isinstance(corpus, str):
-            raise FileNotFoundError(f"corpus file not found: {corpus}")
+            raise FileNotFoundError(Errors.E536.format(corpus=corpus))
         return read_corpus(list(corpus), mode=self.mode, split_at=self.split_at, source="<texts>",
                            units=self.units)
 
@@ -164,7 +164,7 @@ class AdaptorGrammar:
         if missing:
             raise uncovered_error(self.grammar, missing, corpus.path or "<corpus>", self.mode)
         if not len(corpus):
-            raise ValueError(f"{corpus.path or 'corpus'}: no text to train on")
+            raise ValueError(Errors.E537.format(source=corpus.path or 'corpus'))
         return self.compiled
 
     def fit(self, corpus: Union[Corpus, PathLike, Sequence[str]], *, iterations: int = _RUN.iterations,
@@ -218,8 +218,8 @@ class AdaptorGrammar:
             else:
                 results = run_chains(jobs, workers or default_workers(chains), callback)
         except UnparseableSentence as err:
-            raise ValueError(f"{corpus.path or 'corpus'}:{corpus.lines[err.index]}: this sentence has no "
-                             "parse under the grammar; check the grammar with `spacy-ag check-grammar`") from None
+            raise ValueError(Errors.E543.format(source=corpus.path or "corpus",
+                                                lines=corpus.lines[err.index])) from None
         except TrainingInterrupted:
             raise
         self.state = state_from_arrays(results[0].state_arrays, "chain 0")
@@ -311,8 +311,8 @@ class AdaptorGrammar:
             with remote_estep(learner, training):
                 run.run_corpus(words, sent_ptr, settings.corpus_size or len(corpus))
         except UnparseableSentence as err:
-            raise ValueError(f"{corpus.path or 'corpus'}:{corpus.lines[err.index]}: this sentence has no "
-                             "parse under the grammar; check the grammar with `spacy-ag check-grammar`") from None
+            raise ValueError(Errors.E543.format(source=corpus.path or "corpus",
+                                                lines=corpus.lines[err.index])) from None
         finally:
             self._keep(learner)
         self.trace = run.trace
@@ -524,20 +524,20 @@ class AdaptorGrammar:
         """Segmentation of the training corpus, one word list per utterance: maximum marginal
         over the kept samples (MCMC), or the most probable parse under the final G' (vb, online)."""
         if self.training_corpus is None:
-            raise RuntimeError("the model has not been fitted in this session")
+            raise RuntimeError(Errors.E538)
         corpus = self.training_corpus
         if self.variational is not None:
             words, ptr = self._pack(corpus.sentences, corpus.path)
             return corpus.reassemble(self._segment_packed(words, ptr, corpus.sentences, self._segment_mask()))
         if self.marginals is None:
-            raise RuntimeError("the model has not been fitted in this session")
+            raise RuntimeError(Errors.E538)
         keys = self.marginals.best()
         return corpus.reassemble([words_from_key(s, k) for s, k in zip(corpus.sentences, keys)])
 
     # ------------------------------------------------------------------ new text
     def _require_state(self):
         if self.state is None or self.compiled is None:
-            raise RuntimeError("the model has no trained state: call fit() or load() first")
+            raise RuntimeError(Errors.E540)
 
     def _weights(self):
         """log weights of G' (rules, tables); cached, since parsing never changes the state."""
@@ -716,7 +716,7 @@ class AdaptorGrammar:
         S, names = self.state, self.compiled.adapted
         category = category or self.segment_categories[0]
         if category not in names:
-            raise ValueError(f"{category!r} is not adapted; adapted: {', '.join(names)}")
+            raise ValueError(Errors.E541.format(category=category, adapted=', '.join(names)))
         ad = names.index(category)
         n_tab = int(S.counters[TAB_HWM])
         open_ = np.nonzero((S.tab_state[:n_tab] == OPEN) & (S.tab_adaptor[:n_tab] == ad))[0]
@@ -793,7 +793,7 @@ class AdaptorGrammar:
         check_state(model.compiled, state, variational, arrays_source(archive, source))
         G = model.compiled.arrays
         if state.f.shape[0] != G.rule_parent.shape[0] or state.ad_a.shape[0] != G.adaptor_nt.shape[0]:
-            raise ModelFileError(f"{source}: state does not match {grammar_source}")
+            raise ModelFileError(Errors.E075.format(source=source, grammar_source=grammar_source))
         model.state = state
         model.variational = variational
         model.progress = meta.get("progress", {})

@@ -76,7 +76,7 @@ def _checked(cls: type, header: Mapping[str, Any], source: str, required: Sequen
     try:
         for key in required:
             if key not in values:
-                raise SettingError(f"header.{key}", "is missing; it is required")
+                raise SettingError(f"header.{key}", Errors.E444)
         checked = check(cls, values, "header", partial=True)
         check(OnlineSettings, checked.get("online", {}), "header.online")
         check(TrainingProgress, checked.get("progress", {}), "header.progress")

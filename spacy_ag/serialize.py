@@ -40,8 +40,7 @@ def state_arrays(state: State) -> Dict[str, np.ndarray]:
 def state_from_arrays(arrays: Dict[str, np.ndarray], source: str) -> State:
     missing = [f for f in State._fields if f not in arrays]
     if missing:
-        raise ModelFileError(f"{source}: not a spacy-ag state (missing {', '.join(missing[:3])}); "
-                             "was it written by another program?")
+        raise ModelFileError(Errors.E074.format(source=source, missing=', '.join(missing[:3])))
     return State(**{f: np.array(arrays[f]) for f in State._fields})
 
 
@@ -53,7 +52,7 @@ def write_npz_atomic(path: Path, arrays: Dict[str, np.ndarray], meta: Dict[str, 
 def read_npz(path: Path, kind: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
     path = Path(path)
     if not path.exists():
-        raise ModelFileError(f"{path}: file not found")
+        raise ModelFileError(Errors.E076.format(path=path))
     return _checked_meta(archive.load_npz(path, str(path), kind), str(path), kind)
 
 
@@ -79,7 +78,7 @@ def _checked_meta(arrays: Dict[str, np.ndarray], source: str, kind: str):
     try:
         meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
         if not isinstance(meta, dict):
-            raise ValueError("the header is not a JSON object")
+            raise ValueError(Errors.E522)
     except (KeyError, ValueError) as err:
         raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
     version = meta.get("format_version")

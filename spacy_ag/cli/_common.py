@@ -16,7 +16,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import typer
 
-from ..errors import OutputWriteError, SpacyAgError, coded
+from ..errors import Errors, OutputWriteError, SpacyAgError, coded
 from ..train.progress import TraceLog, TrainingStopped, fail, good, info, warn  # noqa: F401 (shared by commands)
 
 PROG = "spacy-ag"
@@ -103,13 +103,12 @@ def _require_file(path: Path, what: str, stream_ok: bool = False) -> Path:
     """`path` exists and is not a directory; unless `stream_ok` (a command that reads it once, from start
     to end), it must be a regular file: a pipe or /dev/stdin fed by one is refused (E201) rather than read
     empty the second time."""
-    from ..errors import Errors, SpacyAgError
     from ..train.inputs import stream_kind
 
     if not path.exists():
-        raise FileNotFoundError(f"{what} not found: {path}")
+        raise FileNotFoundError(Errors.E526.format(what=what, path=path))
     if path.is_dir():
-        raise IsADirectoryError(f"{what} {path} is a directory, expected a file")
+        raise IsADirectoryError(Errors.E527.format(what=what, path=path))
     kind = stream_kind(path)
     if kind is not None and not stream_ok:
         raise SpacyAgError(Errors.E201.format(path=path, what=what, kind=kind))
@@ -144,7 +143,7 @@ def resolve_model_dir(path: Path, wanted: Tuple[Sequence[str], str]) -> Path:
     of the kinds in `wanted` (e.g. `SEGMENTER_MODEL`) is used.
     """
     from ..components.serialization import check_saved_pipeline, saved_components
-    from ..errors import Errors, ModelFileError
+    from ..errors import ModelFileError
 
     kinds, components = wanted
     if not path.exists():
@@ -164,5 +163,5 @@ def resolve_model_dir(path: Path, wanted: Tuple[Sequence[str], str]) -> Path:
 
 def _choice(value: str, options: Sequence[str], option: str) -> str:
     if value not in options:
-        raise ValueError(f"{option} must be one of {', '.join(options)}, got {value!r}")
+        raise ValueError(Errors.E528.format(option=option, choices=", ".join(options), value=value))
     return value

@@ -30,10 +30,9 @@ CFG_VERSION = 1
 
 def _check_cfg(cfg: Any, source: str, kind: str) -> Dict[str, Any]:
     if not isinstance(cfg, dict) or cfg.get("kind") != kind:
-        raise ModelFileError(f"{source}: not the settings of a spacy-ag {kind}")
+        raise ModelFileError(Errors.E077.format(source=source, kind=kind))
     if cfg.get("cfg_version") != CFG_VERSION:
-        raise ModelFileError(f"{source}: settings of version {cfg.get('cfg_version')!r}, expected "
-                             f"{CFG_VERSION}; use the spacy-ag version that wrote it")
+        raise ModelFileError(Errors.E078.format(source=source, found=cfg.get('cfg_version'), expected=CFG_VERSION))
     return cfg
 
 
@@ -149,7 +148,7 @@ class ModelSerializer:
             try:
                 cfg = srsly.read_json(p)
             except ValueError as err:
-                raise ModelFileError(f"{p}: damaged settings file ({err})") from None
+                raise ModelFileError(Errors.E196.format(p=p, err=err)) from None
             saved.update(_check_cfg(cfg, str(p), self.kind))
 
         def read_model(p: Path) -> None:
@@ -179,13 +178,13 @@ class ModelSerializer:
         try:
             srsly.msgpack_loads(bytes_data)
         except ValueError as err:
-            raise ModelFileError(f"{source}: damaged data ({err})") from None
+            raise ModelFileError(Errors.E079.format(source=source, err=err)) from None
 
         def read_cfg(data: bytes) -> None:
             try:
                 cfg = srsly.json_loads(data)
             except ValueError as err:
-                raise ModelFileError(f"{source}: damaged settings ({err})") from None
+                raise ModelFileError(Errors.E197.format(source=source, err=err)) from None
             _check_cfg(cfg, source, self.kind)
 
         util.from_bytes(bytes_data, {"cfg": read_cfg,

@@ -12,7 +12,11 @@ import math
 import numpy as np
 from numba import prange
 
+from ..errors import Errors
 from ..kernel_environment import kernel
+
+#: A kernel can raise only a message known when it compiles: the coded text, read once here.
+DIGAMMA_DOMAIN = Errors.E554
 
 
 @kernel(cache=True)
@@ -20,7 +24,7 @@ def digamma(x):
     """psi(x) for x > 0: shift up with psi(x) = psi(x + 1) - 1/x, then the asymptotic series
     (from x >= 12 its first omitted term is below 1e-14)."""
     if not x > 0.0:
-        raise ValueError("digamma needs a positive argument")
+        raise ValueError(DIGAMMA_DOMAIN)
     shift = 0.0
     while x < 12.0:
         shift -= 1.0 / x

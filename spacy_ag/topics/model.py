@@ -25,6 +25,7 @@ from ..core.topics import (
 from ..core.topic_gibbs import infer_documents_gibbs
 from ..core.variational import stick_parameters
 from ..corpus import chunked
+from ..errors import Errors
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
     TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check,
@@ -150,10 +151,9 @@ class TopicModel:
                  sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY, sample_b: bool = GIBBS_SAMPLE_B,
                  history_every: int = _DEFAULT.history_every):
         if inference not in TOPIC_INFERENCE:
-            raise ValueError(f"inference must be one of {', '.join(TOPIC_INFERENCE)}, got {inference!r}")
+            raise ValueError(Errors.E550.format(modes=', '.join(TOPIC_INFERENCE), inference=inference))
         if inference == "gibbs" and a != 0:
-            raise ValueError(f"the Gibbs sampler of the topics needs a = 0 (Dirichlet-process topics), got a = {a}; "
-                             "use inference='online' for Pitman-Yor topics")
+            raise ValueError(Errors.E551.format(a=a))
         self.n_topics = n_topics
         self.inference, self.sweeps, self.alpha_every = inference, int(sweeps), int(alpha_every)
         self.sample_b = bool(sample_b)
@@ -201,7 +201,7 @@ class TopicModel:
 
     def _require(self):
         if self.compiled is None:
-            raise RuntimeError("the topic model is not trained: call fit() or partial_fit() first, or load()")
+            raise RuntimeError(Errors.E552)
 
     # ------------------------------------------------------------------ packing
     def _chars(self, token: str) -> List[str]:
@@ -258,8 +258,7 @@ class TopicModel:
         docs = [list(d) for d in docs]
         self.prepare(self.alphabet(docs), sum(len(d) for d in docs))
         if self.learner.minibatches or self.learner.seen:
-            raise RuntimeError("Gibbs sampling starts from an untrained model; continue a trained one with "
-                               "partial_fit")
+            raise RuntimeError(Errors.E553)
         self.learner.seed = seed
         corpus = gibbs_corpus(self, docs)
         history: List[Dict] = []
@@ -537,7 +536,7 @@ class TopicModel:
 
     @classmethod
     def _from_archive(cls, archive, source: str) -> "TopicModel":
-        from ..errors import Errors, ModelFileError
+        from ..errors import ModelFileError
         from ..online_training import variational_from_arrays
 
         meta, arrays = archive.header, archive.arrays
