@@ -106,6 +106,26 @@ def import_edges(package_dir: Path) -> List[Edge]:
     return sorted(edges)
 
 
+def private_imports(package_dir: Path) -> List[str]:
+    """``from module import _name`` where the module is another module of the package, as
+    ``importer: _name from module (line N)``. A private name is the module's own business: what
+    another module needs is public (and then unique in the package)."""
+    modules = package_modules(package_dir)
+    package = Path(package_dir).name
+    found = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"), str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+                continue
+            source = _named(module, path, node)[0].rpartition(".")[0]  # the module the names come from
+            if source != package and not source.startswith(package + "."):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and source != module:
+                    found.append(f"{module}: {alias.name} from {source} (line {node.lineno})")
+    return found
+
+
 def module_layers(package_dir: Path, layers: Sequence[Tuple[str, Sequence[str]]]) -> Tuple[Dict[str, int], List[str]]:
     """The layer number of every module, and the problems of the declaration: a module in no room
     or in two, a room that names no module."""
@@ -285,6 +305,20 @@ def write_fake_package(tmp_path: Path) -> Path:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf8")
     return root
+
+def test_no_module_imports_another_modules_private_names():
+    found = private_imports(PACKAGE_DIR)
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
+
+
+def test_the_checker_catches_a_private_import(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def _helper():\n    return 1\n")
+    (package / "b.py").write_text("from .a import _helper\nfrom . import a\n")
+    assert private_imports(package) == ["pkg.b: _helper from pkg.a (line 1)"]
+
 
 
 def test_the_checker_reads_relative_late_and_submodule_imports(tmp_path):

@@ -421,16 +421,16 @@ def test_pruning_keeps_the_top_K_by_score_and_every_referenced_entry(colloc):
 
 
 def test_each_sentence_seed_is_the_mix_of_seed_minibatch_and_position():
-    """The E-step's per-sentence streams (drawn in one kernel) are _mix(seed, stream, i), whatever
+    """The E-step's per-sentence streams (drawn in one kernel) are mix_seeds(seed, stream, i), whatever
     the sign or size of the stream number (held-out batches count down from -1)."""
-    from spacy_ag.core.online import _mix
+    from spacy_ag.core.online import mix_seeds
     from spacy_ag.core.rng import stream_seed, stream_seeds
 
     for seed, stream in ((3, 1), (2 ** 64 - 1, 2 ** 40), (0, -1), (12345, -7)):
-        got = stream_seeds(np.uint64(_mix(seed, stream)), 9)
-        assert got.dtype == np.uint64 and [int(x) for x in got] == [_mix(seed, stream, i) for i in range(9)]
-        assert int(stream_seed(np.uint64(_mix(seed)), stream)) == _mix(seed, stream)  # the kernel's stream keys
-    assert len(set(int(x) for x in stream_seeds(np.uint64(_mix(3, 1)), 1000))) == 1000
+        got = stream_seeds(np.uint64(mix_seeds(seed, stream)), 9)
+        assert got.dtype == np.uint64 and [int(x) for x in got] == [mix_seeds(seed, stream, i) for i in range(9)]
+        assert int(stream_seed(np.uint64(mix_seeds(seed)), stream)) == mix_seeds(seed, stream)  # the kernel's stream keys
+    assert len(set(int(x) for x in stream_seeds(np.uint64(mix_seeds(3, 1)), 1000))) == 1000
 
 
 def test_batch_loglik_sums_the_best_tree_of_each_parsed_sentence():

@@ -32,7 +32,7 @@ def _interrupted_code(err: BaseException) -> int:
     return 128 + int(getattr(err, "signum", None) or signal.SIGINT)
 
 
-def _errors_as_lines(func):
+def errors_as_lines(func):
     """Turn expected exceptions of a command into one `✘ [code]` line and exit code 1."""
 
     @functools.wraps(func)
@@ -99,7 +99,7 @@ def _quiet_stdout() -> None:
             pass
 
 
-def _require_file(path: Path, what: str, stream_ok: bool = False) -> Path:
+def require_input_file(path: Path, what: str, stream_ok: bool = False) -> Path:
     """`path` exists and is not a directory; unless `stream_ok` (a command that reads it once, from start
     to end), it must be a regular file: a pipe or /dev/stdin fed by one is refused (E201) rather than read
     empty the second time."""
@@ -161,7 +161,7 @@ def resolve_model_dir(path: Path, wanted: Tuple[Sequence[str], str]) -> Path:
     raise ModelFileError(Errors.E153.format(path=path, components=components))
 
 
-def _choice(value: str, options: Sequence[str], option: str) -> str:
+def checked_choice(value: str, options: Sequence[str], option: str) -> str:
     if value not in options:
         raise ValueError(Errors.E528.format(option=option, choices=", ".join(options), value=value))
     return value

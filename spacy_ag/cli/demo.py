@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from . import app
-from ._common import PROG, _errors_as_lines, good
+from ._common import PROG, errors_as_lines, good
 
 
 DEMO_GRAMMAR = """\
@@ -57,7 +57,7 @@ DEMO_OUTPUTS = ("corpus/", "grammar.lt", "config.cfg", "training/")
 
 
 @app.command("demo")
-@_errors_as_lines
+@errors_as_lines
 def demo_cli(
     output: Path = typer.Option(Path("spacy-ag-demo"), "--output", "-o",
                                 help="Directory for data, config and model"),

@@ -14,7 +14,7 @@ import typer
 
 from ..settings import SegmentedCorpusSettings, help_of
 from . import app
-from ._common import _choice, _errors_as_lines, _require_file, good, info, model_archive
+from ._common import checked_choice, errors_as_lines, good, info, model_archive, require_input_file
 
 #: How PRED, a segmentation file, must be written, for the line that finds wordseg's tags in it.
 PRED_TAGS_FIX = ("PRED is a segmentation, words separated by spaces (`spacy-ag segment MODEL INPUT --format wordseg` "
@@ -25,7 +25,7 @@ Numbered = List[Tuple[int, List[str]]]
 
 
 @app.command("evaluate")
-@_errors_as_lines
+@errors_as_lines
 def evaluate_cli(
     pred: Path = typer.Argument(..., metavar="PRED",
                                 help="Predicted segmentation, one utterance per line; or a model, training output "
@@ -62,7 +62,7 @@ def evaluate_cli(
     from ..evaluation import format_scores, format_wordseg_scores, score_numbered, wordseg_scores
     from ..settings import GOLD_FORMATS
 
-    _choice(gold_format, GOLD_FORMATS, "--gold-format")
+    checked_choice(gold_format, GOLD_FORMATS, "--gold-format")
     if pred.is_dir() and model_archive(pred) is not None:
         _evaluate_model(model_archive(pred), gold, json_path, no_punct, drop_empty, gold_format, wordseg)
         return
@@ -79,16 +79,16 @@ def evaluate_cli(
         if no_punct:
             typer.echo("without punctuation tokens:")
             typer.echo(format_pipeline_scores(scores["without_punctuation"]))
-        _write_json(json_path, scores)
+        write_scores_json(json_path, scores)
         return
-    _require_file(pred, "prediction file")
-    _require_file(gold, "gold file")
+    require_input_file(pred, "prediction file")
+    require_input_file(gold, "gold file")
     predicted = _predicted_numbered(pred, drop_empty, wordseg)
     gold_words = _gold_numbered(gold, gold_format, drop_empty, wordseg)
     if wordseg:
         scores = wordseg_scores(score_numbered(predicted, gold_words, str(pred), str(gold)))
         typer.echo(format_wordseg_scores(scores))
-        _write_json(json_path, scores)
+        write_scores_json(json_path, scores)
         return
     scores = score_numbered(predicted, gold_words, str(pred), str(gold)).scores()
     typer.echo(format_scores(scores))
@@ -97,7 +97,7 @@ def evaluate_cli(
                                                        DEFAULT_PUNCTUATION).scores()
         typer.echo("without punctuation tokens:")
         typer.echo(format_scores(scores["without_punctuation"]))
-    _write_json(json_path, scores)
+    write_scores_json(json_path, scores)
 
 
 def _predicted_numbered(pred: Path, drop_empty: bool, wordseg: bool) -> Numbered:
@@ -135,7 +135,7 @@ def _evaluate_model(model_dir: Path, gold: Path, json_path: Optional[Path], no_p
     from ..input_formats import wordseg_utterances
     from ..model import AdaptorGrammar
 
-    _require_file(gold, "gold file")
+    require_input_file(gold, "gold file")
     model = AdaptorGrammar.load(model_dir)
     if gold_format == "wordseg-tags":  # the units are known: the model reads them as its terminals
         utterances = [u for _, u in wordseg_utterances(gold, gold_format)]
@@ -170,10 +170,10 @@ def _evaluate_model(model_dir: Path, gold: Path, json_path: Optional[Path], no_p
         scores["without_punctuation"] = segmentation_scores(pred, gold_words, exclude=DEFAULT_PUNCTUATION)
         typer.echo("without punctuation tokens:")
         typer.echo(format_scores(scores["without_punctuation"]))
-    _write_json(json_path, scores)
+    write_scores_json(json_path, scores)
 
 
-def _write_json(path: Optional[Path], scores) -> None:
+def write_scores_json(path: Optional[Path], scores) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)

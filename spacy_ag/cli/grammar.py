@@ -8,7 +8,7 @@ import typer
 
 from ..settings import GrammarSettings, defaults, help_of
 from . import app
-from ._common import _choice, _errors_as_lines, _require_file, good
+from ._common import checked_choice, errors_as_lines, good, require_input_file
 
 
 def _number(value: float) -> str:
@@ -21,7 +21,7 @@ def _help(name: str, flag: str) -> str:
 
 
 @app.command("check-grammar")
-@_errors_as_lines
+@errors_as_lines
 def check_grammar_cli(
     grammar_path: Path = typer.Argument(..., metavar="GRAMMAR",
                                         help="Grammar file (py-cfg or PyAdaGram), or a training config (.cfg)"),
@@ -66,15 +66,15 @@ def check_grammar_cli(
     given = {"fmt": fmt, "mode": mode, "default_a": default_a, "default_b": default_b,
              "default_weight": default_weight}
     settings.update({k: v for k, v in given.items() if v is not None})
-    _choice(settings["mode"], ("chars", "tokens"), "--mode")
-    _choice(settings["fmt"], ("auto", "pycfg", "pyadagram"), "--format")
-    _require_file(grammar_path, "grammar file", stream_ok=True)
+    checked_choice(settings["mode"], ("chars", "tokens"), "--mode")
+    checked_choice(settings["fmt"], ("auto", "pycfg", "pyadagram"), "--format")
+    require_input_file(grammar_path, "grammar file", stream_ok=True)
     grammar = read_grammar(grammar_path, fmt=settings["fmt"], default_a=settings["default_a"],
                            default_b=settings["default_b"], default_weight=settings["default_weight"])
     has_class = has_corpus_class(grammar)
     corpus_note = None
     if corpus is not None:
-        _require_file(corpus, "corpus file")
+        require_input_file(corpus, "corpus file")
         text = config_corpus if config_corpus is not None else read_corpus(corpus, mode=settings["mode"],
                                                                             split_at=split_at, units=g.units)
         alphabet = text.alphabet()

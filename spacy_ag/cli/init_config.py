@@ -10,11 +10,11 @@ import typer
 from ..errors import Errors
 from ..settings import SegmenterSettings
 from . import app
-from ._common import PROG, _errors_as_lines, good, info
+from ._common import PROG, errors_as_lines, good, info
 
 
 @app.command("init-config")
-@_errors_as_lines
+@errors_as_lines
 def init_config_cli(
     output: str = typer.Argument(..., metavar="OUTPUT", help="The config file to write, or - for stdout"),
     lang: Optional[str] = typer.Option(None, "--lang", "-l",

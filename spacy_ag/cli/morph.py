@@ -8,12 +8,12 @@ import typer
 
 from . import app
 from ..errors import Errors
-from ._common import _errors_as_lines, _require_file
-from .evaluate import _write_json
+from ._common import errors_as_lines, require_input_file
+from .evaluate import write_scores_json
 
 
 @app.command("evaluate-morph")
-@_errors_as_lines
+@errors_as_lines
 def evaluate_morph_cli(
     pred: Path = typer.Argument(..., metavar="PRED",
                                 help="Analyses, one word per line: walk+ing (the output of segment --level), "
@@ -31,8 +31,8 @@ def evaluate_morph_cli(
     """
     from ..morphology.gold import morph_boundary_scores, read_gold_segmentation, read_predicted_segmentation
 
-    _require_file(pred, "prediction file")
-    _require_file(gold, "gold file")
+    require_input_file(pred, "prediction file")
+    require_input_file(gold, "gold file")
     predicted, gold_analyses = read_predicted_segmentation(pred), read_gold_segmentation(gold)
     try:
         scores = morph_boundary_scores(predicted, gold_analyses)
@@ -43,11 +43,11 @@ def evaluate_morph_cli(
     typer.echo(f"words {scores['n_words']}, predicted boundaries {scores['n_pred_boundaries']}, gold boundaries "
                f"{scores['n_gold_boundaries']}, correct {scores['n_correct_boundaries']}, "
                f"words exactly right {scores['word_accuracy']:.4f}")
-    _write_json(json_path, scores)
+    write_scores_json(json_path, scores)
 
 
 @app.command("morph-grammar")
-@_errors_as_lines
+@errors_as_lines
 def morph_grammar_cli(
     kind: str = typer.Argument(..., metavar="KIND", help="stem-suffix, prefix-stem-suffix, submorphs or "
                                                         "prefix-stem-suffix-submorphs (PrStSu+SM)"),

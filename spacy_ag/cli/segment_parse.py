@@ -20,7 +20,7 @@ from ..errors import Errors
 from ..settings import BACKEND_CHOICES, ray_address_setting
 from . import app
 from ._common import (
-    PARSER_MODEL, SEGMENTER_MODEL, _choice, _errors_as_lines, _require_file, good, resolve_model_dir, warn,
+    PARSER_MODEL, SEGMENTER_MODEL, checked_choice, errors_as_lines, require_input_file, good, resolve_model_dir, warn,
 )
 
 
@@ -40,7 +40,7 @@ def _input_lines(source: str) -> Iterator[Tuple[int, str]]:
             yield number, raw.rstrip("\n").rstrip("\r")
         return
     path = Path(source)
-    _require_file(path, "input file", stream_ok=True)
+    require_input_file(path, "input file", stream_ok=True)
     yield from iter_lines(path)
 
 
@@ -115,14 +115,14 @@ FORCE_HELP = ("With a directory INPUT: rewrite every shard in --output DIR even 
               "skipped, so an interrupted run resumes)")
 
 
-def _annotate(command: str, task, load: Callable[[], object], input_path: str, output: Optional[Path],
+def annotate_input(command: str, task, load: Callable[[], object], input_path: str, output: Optional[Path],
               backend: str, ray_address: Optional[str], workers: int, force: bool = False) -> None:
     """Apply `task` to INPUT: a file or stdin into `output` (stdout when None), or a directory into shards.
 
     `load` gives the model (called after the options are checked). Shared by
     segment, parse and tag-topics (`command`), so that they take the same options.
     """
-    _choice(backend, BACKEND_CHOICES, "--backend")
+    checked_choice(backend, BACKEND_CHOICES, "--backend")
     model = load()
     task.check(model)
     if input_path != "-" and Path(input_path).is_dir():
@@ -150,7 +150,7 @@ def _annotate(command: str, task, load: Callable[[], object], input_path: str, o
 
 
 @app.command("segment")
-@_errors_as_lines
+@errors_as_lines
 def segment_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help=MODEL_HELP),
     input_path: str = typer.Argument(..., metavar="INPUT", help="Text file, one utterance per line; - for stdin; "
@@ -194,13 +194,13 @@ def segment_cli(
     """
     from ..annotation.tasks import SEGMENT_FORMATS, Segment
 
-    _choice(fmt, SEGMENT_FORMATS, "--format")
-    _annotate("segment", Segment(category, level, batch_size, fmt), lambda: _load_model(model_path), input_path,
+    checked_choice(fmt, SEGMENT_FORMATS, "--format")
+    annotate_input("segment", Segment(category, level, batch_size, fmt), lambda: _load_model(model_path), input_path,
               output, backend, ray_address, workers, force)
 
 
 @app.command("parse")
-@_errors_as_lines
+@errors_as_lines
 def parse_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help=MODEL_HELP + "; a pipeline's ag_parser comes "
                                                                              "first, else its segmenter"),
@@ -231,7 +231,7 @@ def parse_cli(
         from ..components.tree_pictures import TreePageTask
 
         task = TreePageTask(task, svg, input_path)
-    _annotate("parse", task, lambda: _load_model(model_path, PARSER_MODEL), input_path, output, backend,
+    annotate_input("parse", task, lambda: _load_model(model_path, PARSER_MODEL), input_path, output, backend,
               ray_address, workers, force)
     if svg is not None:
         good(f"{task.write()} trees drawn in {svg}", err=True)

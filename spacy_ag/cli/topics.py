@@ -14,8 +14,8 @@ import typer
 
 from . import app
 from ..errors import Errors
-from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, resolve_model_dir, warn
-from .segment_parse import BACKEND_HELP, FORCE_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, _annotate
+from ._common import TOPIC_MODEL, errors_as_lines, good, info, require_input_file, resolve_model_dir, warn
+from .segment_parse import BACKEND_HELP, FORCE_HELP, RAY_ADDRESS_HELP, WORKERS_HELP, annotate_input
 
 
 def load_topic_model(path: Path):
@@ -101,7 +101,7 @@ def _has_history(model, topic: int, model_path: Path) -> bool:
 
 
 @app.command("topics")
-@_errors_as_lines
+@errors_as_lines
 def topics_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
     top: int = typer.Option(10, "--top", "-n", help="Words per topic"),
@@ -158,7 +158,7 @@ def _documents_or_heldout(model_path: Path, given: Optional[Path], option: str, 
         given = model_path.parent / "heldout.txt"
         if not given.exists():
             raise ValueError(Errors.E475.format(option=option, given=given, what=what))
-    return _require_file(given, f"{what} file")
+    return require_input_file(given, f"{what} file")
 
 
 def _import_pyldavis(option: str):
@@ -185,7 +185,7 @@ def _write_ldavis_page(pyldavis, data, html: Path) -> None:
 
 
 @app.command("evaluate-topics")
-@_errors_as_lines
+@errors_as_lines
 def evaluate_topics_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
     reference: Optional[Path] = typer.Option(
@@ -210,7 +210,7 @@ def evaluate_topics_cli(
     scores = coherence(topics, ref_docs, window=window, reference=str(reference))
     standard = topic_coherences(topics, ref_docs)
     scores.update({key: value for key, value in standard.items() if key not in scores})
-    held = ref_docs if heldout is None else read_documents(_require_file(heldout, "held-out file"))
+    held = ref_docs if heldout is None else read_documents(require_input_file(heldout, "held-out file"))
     scores["heldout"] = model.heldout_loglik(held)
     info(f"Topics of {model_path} ({model.n_topics}), top {top} words, reference {reference}:")
     for measure in MEASURES:
@@ -233,7 +233,7 @@ def evaluate_topics_cli(
 
 
 @app.command("tag-topics")
-@_errors_as_lines
+@errors_as_lines
 def tag_topics_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
     input_path: str = typer.Argument(..., metavar="INPUT", help="Documents, one per line (tokens separated by "
@@ -254,12 +254,12 @@ def tag_topics_cli(
     """
     from ..annotation.tasks import TagTopics
 
-    _annotate("tag-topics", TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output,
+    annotate_input("tag-topics", TagTopics(batch_size), lambda: load_topic_model(model_path), input_path, output,
               backend, ray_address, workers, force)
 
 
 @app.command("export-ldavis")
-@_errors_as_lines
+@errors_as_lines
 def export_ldavis_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model or pipeline directory"),
     docs_path: Path = typer.Argument(..., metavar="DOCS", help="Documents, one per line (tokens separated by "
@@ -277,7 +277,7 @@ def export_ldavis_cli(
     from ..topics.coherence import read_documents
     from ..topics.ldavis import pyldavis_data
 
-    _require_file(docs_path, "documents file")
+    require_input_file(docs_path, "documents file")
     pyldavis = _import_pyldavis("--html") if html is not None else None
     model = load_topic_model(model_path)
     data = pyldavis_data(model, read_documents(docs_path))

@@ -33,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import typer
 
 from . import app
-from ._common import _errors_as_lines, good
+from ._common import errors_as_lines, good
 
 __all__ = ["TraceGroup", "plot_trace", "read_trace", "trace_groups", "trace_rows"]
 
@@ -273,7 +273,7 @@ def plot_trace(source: Path, output: Optional[Path] = None, *, dpi: int = 110) -
 
 
 @app.command("plot")
-@_errors_as_lines
+@errors_as_lines
 def plot_cli(
     training_dir: Path = typer.Argument(..., metavar="TRAINING_DIR",
                                         help="Output directory of spacy-ag train (or its trace.jsonl)"),

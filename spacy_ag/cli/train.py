@@ -7,12 +7,12 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import OVERRIDES_HELP, _errors_as_lines, _require_file
+from ._common import OVERRIDES_HELP, errors_as_lines, require_input_file
 
 
 @app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
              epilog=OVERRIDES_HELP)
-@_errors_as_lines
+@errors_as_lines
 def train_cli(
     ctx: typer.Context,
     config_path: Path = typer.Argument(..., metavar="CONFIG", help="Training config (.cfg)"),
@@ -49,10 +49,10 @@ def train_cli(
     from ..train import train
 
     overrides = parse_overrides(ctx.args)
-    _require_file(config_path, "config file")
+    require_input_file(config_path, "config file")
     if code is not None:
         from spacy.util import import_file
 
-        _require_file(code, "--code file")
+        require_input_file(code, "--code file")
         import_file("spacy_ag_user_code", code)
     train(config_path, output, overrides, resume=resume, command_args=ctx.args, force=force)

@@ -22,7 +22,9 @@ import typer
 from ..archive import replace_directory
 from . import app
 from ..errors import Errors
-from ._common import TOPIC_MODEL, _errors_as_lines, _require_file, good, info, model_archive, resolve_model_dir, warn
+from ._common import (
+    TOPIC_MODEL, errors_as_lines, good, info, model_archive, require_input_file, resolve_model_dir, warn,
+)
 
 #: --format: how DOCS is read ("auto": JSONL for a .jsonl or .json file or a first line that is a JSON object).
 DOCUMENT_FORMATS = ("auto", "text", "jsonl")
@@ -34,7 +36,7 @@ def read_document_texts(path: Path, fmt: str = "auto") -> List[str]:
     from ..corpus import iter_lines
     from ..input_formats import jsonl_texts, resolve_text_format
 
-    _require_file(path, "documents file")
+    require_input_file(path, "documents file")
     if fmt not in DOCUMENT_FORMATS:
         raise ValueError(Errors.E477.format(formats=', '.join(DOCUMENT_FORMATS), fmt=fmt))
     lines = jsonl_texts(path) if resolve_text_format(path, fmt) == "jsonl" else iter_lines(path)
@@ -87,7 +89,7 @@ def _update(model, docs: List[List[str]], docs_path: Path, seed: int) -> Tuple[i
 
 
 @app.command("update-topics")
-@_errors_as_lines
+@errors_as_lines
 def update_topics_cli(
     model_path: Path = typer.Argument(..., metavar="MODEL", help="Topic model, topic training output or pipeline "
                                                                  "directory with an ag_topics component"),

@@ -37,7 +37,7 @@ _MASK = (1 << 64) - 1
 PARALLEL_MIN_ENTRIES = 64
 
 
-def _mix(*values: int) -> int:
+def mix_seeds(*values: int) -> int:
     """A 64-bit seed from integers (splitmix64 steps), for per-sentence random streams
     (`rng.stream_seeds` gives the last step for many values at once)."""
     x = 0x243F6A8885A308D3
@@ -165,13 +165,13 @@ class OnlineLearner:
         return draws
 
     def _seeds(self, stream: int, n: int) -> np.ndarray:
-        """The seeds of the n sentences' random streams in E-step number `stream`: _mix(seed, stream, i)."""
+        """The seeds of the n sentences' random streams in E-step number `stream`: mix_seeds(seed, stream, i)."""
         return stream_seeds(np.uint64(stream_seed(self._seed_key(), stream)), n)
 
     def _seed_key(self) -> np.uint64:
-        """_mix(seed): E-step number `stream`'s key is `stream_seed(_seed_key(), stream)`, which is
-        _mix(seed, stream), made here and in the `minibatches` kernel alike."""
-        return np.uint64(_mix(self.seed))
+        """mix_seeds(seed): E-step number `stream`'s key is `stream_seed(_seed_key(), stream)`, which is
+        mix_seeds(seed, stream), made here and in the `minibatches` kernel alike."""
+        return np.uint64(mix_seeds(self.seed))
 
     @contextmanager
     def _threads(self, worth_it: bool):
@@ -348,7 +348,7 @@ class OnlineLearner:
         longest = int(rederive_layout(self.state, entries, self.compiled.max_unary_chain, rec_ptr))
         rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
         counts = np.empty(len(entries), np.int64)
-        base = np.uint64(_mix(self.seed, self.minibatches, 0x5EED, ad))
+        base = np.uint64(mix_seeds(self.seed, self.minibatches, 0x5EED, ad))
         with self._threads(len(entries) >= PARALLEL_MIN_ENTRIES), one_item_at_a_time():
             rederive_draws(G, self.state, self.V, entries, base, longest, rec, rec_ptr, counts)
         self.inside_calls += len(entries)
@@ -392,5 +392,5 @@ class OnlineLearner:
 
     def shuffled(self, n: int, epoch: int) -> np.ndarray:
         order = np.arange(n, dtype=np.int64)
-        shuffle(make_rng(_mix(self.seed, 0xE90C, epoch)), order)
+        shuffle(make_rng(mix_seeds(self.seed, 0xE90C, epoch)), order)
         return order

@@ -111,7 +111,7 @@ def shuffle(s, arr):
 @kernel(cache=True)
 def stream_seed(x, i):
     """The seed of item i's random stream under the 64-bit key `x`: the splitmix64 output for
-    state (x ^ i) + the golden gamma (`online._mix(..., i)`)."""
+    state (x ^ i) + the golden gamma (`online.mix_seeds(..., i)`)."""
     return splitmix64((np.uint64(x) ^ np.uint64(i)) + np.uint64(0x9E3779B97F4A7C15))
 
 

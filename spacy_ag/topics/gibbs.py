@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..core.online import _mix
+from ..core.online import mix_seeds
 from ..core.rng import make_rng
 from ..core.topic_gibbs import (
     base_probabilities, collapsed_log_joint, entries_from_counts, gibbs_sweep, lexicon_tables, optimize_alpha,
@@ -131,7 +131,7 @@ def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: i
                                                                                             seed, run)
         history[:] = recorded
     else:
-        done, rng = 0, make_rng(_mix(seed, 0x6177))
+        done, rng = 0, make_rng(mix_seeds(seed, 0x6177))
         z = np.empty(len(corpus.word), np.int32)
         random_topics(z, K, rng)
         alpha = learner.alpha.astype(np.float64).copy()

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from ..core.compiled import CompiledGrammar
-from ..core.online import OnlineLearner, _mix
+from ..core.online import OnlineLearner, mix_seeds
 from ..core.state import yield_length, yield_terms
 from ..core.topics import (
     TopicRules, absorb_document_draws, document_word_weights, draw_documents, infer_documents,
@@ -76,7 +76,7 @@ class TopicLearner(OnlineLearner):
         started = time.perf_counter()
         with self._threads(True):
             eps, scale = self.begin_minibatch(len(docs), corpus_size)
-            seeds = np.array([_mix(self.seed, self.minibatches, i) for i in range(len(docs))], dtype=np.uint64)
+            seeds = np.array([mix_seeds(self.seed, self.minibatches, i) for i in range(len(docs))], dtype=np.uint64)
             samples = self.settings.samples
             lengths = doc_ptr[docs + 1] - doc_ptr[docs]
             tok_start = np.zeros(len(docs) + 1, np.int64)
@@ -292,7 +292,7 @@ class TopicModel:
 
     def pass_order(self, n_docs: int, seed: int, pass_index: int) -> np.ndarray:
         """The order in which `fit` visits the documents in pass `pass_index`."""
-        return np.random.default_rng(_mix(seed, pass_index) % (2 ** 63)).permutation(n_docs)
+        return np.random.default_rng(mix_seeds(seed, pass_index) % (2 ** 63)).permutation(n_docs)
 
     def update_documents(self, docs: Sequence[Sequence[str]], *, seed: int = 0,
                          corpus_size: Optional[int] = None) -> float:
