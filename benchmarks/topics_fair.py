@@ -96,7 +96,7 @@ when it stops. The last checkpoint of every run is the one where it stopped. At 
   corpus (training and held-out documents) as reference texts, by
   ``spacy_ag.topics.standard_coherence.topic_coherences`` (gensim's definitions: u_mass over whole
   documents, c_npmi windows of 10, c_v windows of 110; checked against gensim's CoherenceModel in
-  tests/test_standard_coherence.py), or with ``--gensim-coherence`` by gensim's ``CoherenceModel``
+  tests/unit/test_standard_coherence.py), or with ``--gensim-coherence`` by gensim's ``CoherenceModel``
   itself (``processes=1``; words missing from the dictionary are left out). The same function for
   every system.
 * ``heldout_ll_per_token``: document completion, the same estimator for every system. V = the

@@ -8,7 +8,7 @@ sampler state, the compiled grammar, the variational statistics, ...). Each stru
 table (field, shape, dtype, meaning) lives in the docstring of the module or class that
 defines it, beside the code that allocates the arrays; this script collects them, with
 the paragraphs around them, so that the reference cannot drift from the docstrings:
-tests/test_arrays_reference.py fails when the committed file is not what this script
+tests/unit/test_arrays_reference.py fails when the committed file is not what this script
 writes, and checks every table against the arrays the code allocates.
 
 A table in a docstring is an indented block whose first line is the header

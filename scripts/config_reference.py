@@ -6,7 +6,7 @@
 Every setting is defined once, as a field of a settings dataclass with its type, range,
 choices, default and help line (`spacy_ag.settings.setting`). This script renders those
 fields as tables, one per config section, so that the reference cannot drift from the
-code: tests/test_config_reference.py fails when the committed file is not what this
+code: tests/unit/test_config_reference.py fails when the committed file is not what this
 script writes.
 """
 from __future__ import annotations

@@ -23,7 +23,7 @@ import types
 
 # The first-compilation progress lines of spacy_ag.kernel_environment are for people at a terminal;
 # in tests they would land between a command's expected lines and after pytest's summary.
-# tests/test_kernel_environment.py checks them with a listener of its own.
+# tests/unit/test_kernel_environment.py checks them with a listener of its own.
 os.environ.setdefault("SPACY_AG_COMPILE_PROGRESS", "0")
 
 import pytest
@@ -116,7 +116,7 @@ def assert_one_error_line(result, *fragments):
 
 
 # ---------------------------------------------------------------------------
-# Ray clusters of the tests (tests/test_ray_backend.py, tests/test_annotate_dir.py)
+# Ray clusters of the tests (tests/integration/test_ray_backend.py, tests/integration/test_annotate_dir.py)
 
 NO_RAY = "Ray is not installed (pip install spacy-ag[ray]); the Ray backend is not tested"
 

@@ -2,7 +2,7 @@
 `CoherenceModel` computes them (docs/algorithms.md 5.4), so our figures sit beside published
 ones and beside gensim's own on the same topics and reference texts.
 
-What gensim does, and so what this module does (gensim 4.4; `tests/test_standard_coherence.py`
+What gensim does, and so what this module does (gensim 4.4; `tests/unit/test_standard_coherence.py`
 checks the numbers against gensim itself when it is installed):
 
 * **Counts.** u_mass counts documents that contain a word or a pair (boolean document). c_npmi

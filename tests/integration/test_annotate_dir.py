@@ -126,7 +126,7 @@ def topics(tmp_path_factory):
 
 def shards_of(out: Path):
     """Every file under `out`, hidden ones too, by relative path; but the record of what made them
-    (`MANIFEST`, tests/test_output_safety.py)."""
+    (`MANIFEST`, tests/integration/test_output_safety.py)."""
     return {str(p.relative_to(out)): p.read_text(encoding="utf8") for p in sorted(out.rglob("*"))
             if p.is_file() and p.relative_to(out) != Path(MANIFEST)}
 

@@ -27,7 +27,7 @@ from spacy_ag.train.pipeline import evaluate_pipeline, train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold
 from conftest import assert_one_error_line
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ALPHABET = "abcdefghij"
 SCORE_KEYS = ("token_p", "token_r", "token_f", "boundary_p", "boundary_r", "boundary_f",
               "lexicon_p", "lexicon_r", "lexicon_f")
@@ -408,7 +408,7 @@ def _project_copy(tmp_path):
 @pytest.mark.slow
 def test_project_workflow_segmentation_offline(tmp_path):
     """`spacy project run segmentation` on the default (generated) corpus, smaller and shorter (the
-    morphology and topic workflows: tests/test_project_workflows.py)."""
+    morphology and topic workflows: tests/integration/test_project_workflows.py)."""
     from weasel.cli.run import project_run
 
     root = _project_copy(tmp_path)

@@ -23,7 +23,7 @@ from spacy_ag.input_formats import parse_wordseg_line, read_gold_words, wordseg_
 from spacy_ag.synthetic import generate_corpus, make_lexicon
 from conftest import assert_one_error_line
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BRENT = REPO / "configs" / "brent-unigram.cfg"
 #: A short run of the shipped Brent config: batch initialisation, 4 sweeps, no checkpoints.
 SHORT = ("--training.iterations", 4, "--training.checkpoint_every", 0, "--training.eval_every", 0,

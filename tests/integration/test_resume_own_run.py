@@ -201,7 +201,7 @@ def test_a_second_run_sigkilled_before_its_first_checkpoint_cannot_be_resumed(fo
     # long enough (many seconds) that the kill lands before its one checkpoint, at the end
     args = [str(a) for a in arguments(folder, "mcmc", out)] + ["--training.seed", "7", "--training.iterations",
                                                                 "5000", "--training.checkpoint_every", "0"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     process = subprocess.Popen([sys.executable, "-m", "spacy_ag", *args], env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)

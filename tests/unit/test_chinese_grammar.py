@@ -17,7 +17,7 @@ from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.grammar import parse_grammar_text, read_grammar
 from spacy_ag.text_units import text_units
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FULL_WIDTH_DIGITS = "０１２３４５６７８９"
 
 

@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple, Union
 from spacy_ag import settings as S
 from spacy_ag.settings import setting
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _generator():

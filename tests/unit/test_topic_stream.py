@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "topic_stream.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "topic_stream.py"
 
 
 @pytest.fixture(scope="module")

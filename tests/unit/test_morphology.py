@@ -22,7 +22,7 @@ from spacy_ag.morphology import (
 )
 from spacy_ag.tree import Tree
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A made-up language: 15 stems, each with the same 5 endings (one of them empty).
 STEMS = ["bak", "dul", "fim", "gor", "hep", "jat", "kel", "lom", "nup", "pir", "rad", "sof", "tig", "vun", "wes"]

@@ -23,7 +23,7 @@ from spacy_ag.grammar import Grammar, expand_corpus_class, read_grammar, validat
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold, write_raw
 from conftest import assert_one_error_line, engine_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 REFERENCE_GRAMMARS = SHARED / "design" / "reference-grammars"
 BRENT = SHARED / "data" / "brent" / "br-phono.txt"
@@ -143,7 +143,7 @@ def test_check_grammar_from_config(runner, data):
 # ---------------------------------------------------------------- shipped grammars and configs
 
 SHIPPED = sorted((REPO / "configs" / "grammars").glob("*.lt"))
-# engine configs; configs/pipeline-*.cfg are spaCy pipeline configs (tests/test_pipeline_training.py)
+# engine configs; configs/pipeline-*.cfg are spaCy pipeline configs (tests/integration/test_pipeline_training.py)
 CONFIGS = sorted(p for p in (REPO / "configs").glob("*.cfg") if not p.name.startswith("pipeline-"))
 
 

@@ -17,7 +17,7 @@ from typing import Dict, Iterable, List, NamedTuple, Sequence, Set, Tuple
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = ROOT / "spacy_ag"
 ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
 

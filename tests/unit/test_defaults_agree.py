@@ -27,7 +27,7 @@ from spacy_ag.settings import (
 )
 from spacy_ag.topics import TopicModel
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 #: Settings a shipped pipeline config chooses for its task, with the reason; everything else is the default.
 PIPELINE_CHOICES = {

@@ -24,7 +24,7 @@ from spacy_ag.grammar import (
     write_pycfg,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 REFERENCE = SHARED / "design" / "reference-grammars"
 PYADAGRAM = SHARED / "data" / "brent" / "pyadagram" / "brent-phone"
 
@@ -142,7 +142,7 @@ def test_positional_numbers_and_defaults():
     grammar = parse_grammar_text(
         "1 1 S --> Word\n"
         "2 0 100 Word --> P\n"
-        "1 1 P --> a\n"  # (w <= 0 is an error: tests/test_grammar_errors.py)
+        "1 1 P --> a\n"  # (w <= 0 is an error: tests/unit/test_grammar_errors.py)
         "3 1 P --> b\n"
         "5 P --> c\n"  # weight only: P stays unadapted from the lines above
         "Q --> a\n1 1 S --> Q\n",

@@ -17,7 +17,7 @@ from spacy_ag.config import config_kind, load_pipeline_config, load_topic_config
 from spacy_ag.synthetic import generate_corpus, make_lexicon
 from spacy_ag.train.init_config import init_config_text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p for p in (REPO / "configs").rglob("*.cfg"))
 
 

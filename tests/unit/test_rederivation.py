@@ -17,7 +17,7 @@ from spacy_ag.core.variational import (
     UNCHANGED, _draw_is_label, _rederive_draw, absorb, copies_of_samples, materialize, rederive_apply,
     rederive_draws, rederive_layout,
 )
-from tests.test_variational import check_grammatons, colloc, run_passes  # noqa: F401  (fixture)
+from test_variational import check_grammatons, colloc, run_passes  # noqa: F401  (fixture; tests/unit is on the path)
 
 SETTINGS = OnlineSettings(batch_size=10, tau=4, kappa=0.7, samples=4, refine_every=0,
                           truncation={"Colloc": 40, "Word": 40})

@@ -18,7 +18,7 @@ from spacy_ag.errors import SpacyAgError
 from spacy_ag.grammar import CORPUS_CLASS, GrammarError, parse_grammar_text, read_grammar
 from conftest import assert_one_error_line
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def error_of(text: str, **kwargs) -> GrammarError:

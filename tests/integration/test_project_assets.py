@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import srsly
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "fetch_corpora.py"
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 INSTALL_AND_RUN = "pip install -e . && spacy-ag demo"
-TEST_COMMAND = 'pip install -e ".[test,ray]" && python -m pytest -q'
+TEST_COMMAND = 'pip install -e ".[test,ray]" && python -m pytest -q --durations=25'
 
 
 def _readme() -> str:

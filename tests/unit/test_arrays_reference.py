@@ -21,7 +21,7 @@ from spacy_ag.grammar.reader import parse_grammar_text
 from spacy_ag.topics.grammar import topic_grammar
 from spacy_ag.topics.model import topic_rules
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # pseudo symbols (the terminals inside longer rules), intermediate symbols (shared prefixes of
 # long rules), unary chains, two adaptors, an unbounded suffix chain and a max_span

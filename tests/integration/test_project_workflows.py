@@ -2,7 +2,7 @@
 scores they rest on: planted morphology and topics (spacy_ag.synthetic), topic recovery
 (spacy_ag.topics.planted), and the TOK that `spacy evaluate` prints for the segmenter.
 
-The segmentation workflow runs in tests/test_pipeline_training.py; packaging is left out here (the
+The segmentation workflow runs in tests/integration/test_pipeline_training.py; packaging is left out here (the
 same `spacy package` command as there)."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from spacy_ag.topics.planted import (
     match_topics, normalized_mutual_information, planted_topic_scores, purity, top_word_precision,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _project_copy(tmp_path: Path) -> Path:

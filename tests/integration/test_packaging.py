@@ -28,7 +28,7 @@ from spacy_ag.train.init_config import init_config_text
 from spacy_ag.train.pipeline import train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAME, VERSION = "ag_pkgtest", "0.0.1"
 PACKAGE = f"xx_{NAME}"
 

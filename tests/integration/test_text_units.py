@@ -32,7 +32,7 @@ from spacy_ag.text_units import (
     UNITS, alnum_runs, check_text, graphemes, is_control, terminal_spans, terminals, text_units,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 NFC = unicodedata.normalize("NFC", "tiếng Việt")
 NFD = unicodedata.normalize("NFD", "tiếng Việt")
