@@ -34,7 +34,8 @@ from .model_headers import check_grammar_model_header
 from .errors import Errors, ModelFileError, TextError
 from .serialize import flat_settings, state_from_arrays
 from .settings import (
-    AUTO_MAX_SPAN, AUTO_UNITS, OnlineSettings, SamplerSettings, SettingError, check, normalized, resolve_units,
+    AUTO_MAX_SPAN, AUTO_UNITS, GrammarSettings, InferenceSettings, OnlineSettings, SamplerSettings, SettingError,
+    check, normalized, resolve_units,
 )
 from .training import (
     ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
@@ -52,6 +53,8 @@ from .tree import Tree
 INFERENCE_MODES = ("mcmc", "vb", "online")
 #: The defaults of `AdaptorGrammar.fit`'s keywords: [training]'s, written once in `TrainingSettings`.
 _RUN = TrainingSettings
+_GRAMMAR = GrammarSettings
+_INFERENCE = InferenceSettings
 ARCHIVE_KIND = "model"
 #: The longest unbroken run of text parsed by a grammar whose chart cannot be banded (an adapted
 #: nonterminal without max_span), and the most memory any run's charts may take. A full chart takes
@@ -89,9 +92,9 @@ class AdaptorGrammar:
     The defaults of `fit` are the [training] defaults (`TrainingSettings`).
     """
 
-    def __init__(self, grammar: Union[Grammar, PathLike], *, segment_category: str = "Word",
-                 mode: str = "chars", split_at: Optional[Iterable[str]] = None,
-                 sampler: Optional[SamplerSettings] = None, inference: str = "mcmc",
+    def __init__(self, grammar: Union[Grammar, PathLike], *, segment_category: str = _GRAMMAR.segment_category,
+                 mode: str = _GRAMMAR.mode, split_at: Optional[Iterable[str]] = None,
+                 sampler: Optional[SamplerSettings] = None, inference: str = _INFERENCE.mode,
                  online: Optional[OnlineSettings] = None, units: str = AUTO_UNITS,
                  max_span: int = AUTO_MAX_SPAN, lang: Optional[str] = None, **grammar_options):
         if not isinstance(grammar, Grammar):
@@ -320,11 +323,12 @@ class AdaptorGrammar:
         self.marginals = None
         return self
 
-    def partial_fit(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0,
+    def partial_fit(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = _RUN.seed,
                     callback=None, shuffle_buffer: int = 0, pass_index: int = 0,
-                    checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0, fingerprint: str = "",
-                    start: int = 0, backend: Optional[str] = None, ray_address: Optional[str] = None,
-                    workers: int = 0, run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
+                    checkpoint: Optional[PathLike] = None, checkpoint_every: int = _RUN.checkpoint_every,
+                    fingerprint: str = "", start: int = 0, backend: Optional[str] = None,
+                    ray_address: Optional[str] = None, workers: int = _RUN.workers,
+                    run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         """One online pass over `texts` (any iterable, read lazily in minibatches).
 
         Memory stays bounded by the truncation: only one minibatch of text is
@@ -369,11 +373,12 @@ class AdaptorGrammar:
             self.trace = ((self.trace or []) + run.trace)[-STREAM_TRACE_KEPT:]
         return self
 
-    def fit_stream(self, texts: Callable[[], Iterable], *, passes: int = 1, corpus_size: Optional[int] = None,
-                   seed: int = 0, callback=None, shuffle_buffer: int = 0,
-                   checkpoint_dir: Optional[PathLike] = None, checkpoint_every: int = 50, resume: bool = False,
+    def fit_stream(self, texts: Callable[[], Iterable], *, passes: int = OnlineSettings.passes,
+                   corpus_size: Optional[int] = None, seed: int = _RUN.seed, callback=None,
+                   shuffle_buffer: int = _INFERENCE.shuffle_buffer, checkpoint_dir: Optional[PathLike] = None,
+                   checkpoint_every: int = _RUN.checkpoint_every, resume: bool = False,
                    fingerprint: str = "", backend: Optional[str] = None, ray_address: Optional[str] = None,
-                   workers: int = 0, run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
+                   workers: int = _RUN.workers, run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         """`passes` online passes over a stream that can be read again, such as a file.
 
         `texts()` returns a fresh iterable of the texts at each call (read
@@ -412,7 +417,7 @@ class AdaptorGrammar:
         self.training_corpus, self.marginals = None, None
         return self
 
-    def online_step(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = 0) -> float:
+    def online_step(self, texts: Iterable, *, corpus_size: Optional[int] = None, seed: int = _RUN.seed) -> float:
         """One online minibatch made of all `texts` (what a spaCy `update` does); returns the
         negative log likelihood of the batch under G' before the step (4.15's per-sentence
         best sampled tree, summed), the loss spaCy reports."""

@@ -59,14 +59,13 @@ class TopicModelHeader(TopicModelSettings):
     """header.json of a saved `TopicModel`: its settings, plus what it has learned so far."""
 
     online: Dict[str, Any] = setting(help="the variational settings", factory=dict, required=True)
-    history_size: int = setting(20, "top words recorded per topic in the history", low=0, required=True)
     history: List[Dict[str, Any]] = setting(help="top words of every topic over training", factory=list)
     progress: Dict[str, Any] = setting(help="how far online training has come", factory=dict, required=True)
     trace_tail: List[Dict[str, Any]] = setting(help="the last trace line", factory=list)
 
 
 #: Settings of `TopicModelSettings` every topic model header holds (the others have defaults).
-TOPIC_REQUIRED = ("n_topics", "alpha", "a", "b", "local_iterations", "word_adapted")
+TOPIC_REQUIRED = ("n_topics", "alpha", "a", "b", "local_iterations", "word_adapted", "history_size")
 
 
 def _checked(cls: type, header: Mapping[str, Any], source: str, required: Sequence[str] = ()) -> Dict[str, Any]:

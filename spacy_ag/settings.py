@@ -428,6 +428,8 @@ class TopicModelSettings:
     history_every: int = setting(25, "Gibbs: record every topic's top words every this many sweeps, for "
                                      "`spacy-ag topics --history` (0: only after the last sweep; online records "
                                      "them at every pruning, online.refine_every)", low=0)
+    history_size: int = setting(20, "top words of every topic in each recorded ranking of the history", low=1,
+                                high=100_000)
 
 
 @dataclass

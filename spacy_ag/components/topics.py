@@ -115,6 +115,7 @@ class AGTopics(ModelSerializer, Pipe):
                           local_iterations=c["local_iterations"], units=c["units"], inference=c["inference"],
                           sweeps=c["sweeps"], alpha_every=c["alpha_every"], sample_b=c["sample_b"],
                           word_adapted=c["word_adapted"], history_every=c["history_every"],
+                          history_size=c["history_size"],
                           online=topic_online_settings(batch_size=c["batch_size"],
                                                        default_truncation=c["truncation"]))
 

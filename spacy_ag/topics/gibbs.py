@@ -110,7 +110,7 @@ CHECKPOINT_KIND = "topic_gibbs_checkpoint"
 def run_gibbs(model, corpus: GibbsCorpus, sweeps: int, seed: int, alpha_every: int, sample_b: bool = True,
               callback: Optional[Callable[[Dict], None]] = None, checkpoint: Optional[Path] = None,
               checkpoint_every: int = 0, resume: bool = False, *, history_every: int = 0,
-              history: Optional[List[Dict]] = None, history_size: int = 20,
+              history: Optional[List[Dict]] = None, history_size: int,
               run: Optional[Mapping[str, Any]] = None) -> GibbsSample:
     """`sweeps` sweeps from a random start; after each, the tables (and the shared lexicon's, when
     WORD is adapted) are redrawn, with `sample_b` the concentrations b of every topic and of the

@@ -29,7 +29,7 @@ from ..errors import Errors
 from ..grammar import parse_grammar_text, write_pycfg
 from ..settings import (
     TOPIC_INFERENCE, TOPIC_ONLINE_DEFAULTS, OnlineSettings, SettingError, TopicModelSettings, check,
-    normalized, topic_online_settings,
+    TrainingSettings, normalized, topic_online_settings,
 )
 from ..archive import reproducible
 from ..serialize import check_run, flat_settings, state_from_arrays
@@ -45,6 +45,7 @@ TOPIC_DEFAULTS = TOPIC_ONLINE_DEFAULTS
 
 #: The defaults of every keyword of `TopicModel`, written once in `TopicModelSettings`.
 _DEFAULT = TopicModelSettings
+_RUN = TrainingSettings  # the seed and checkpoints of a run
 GIBBS_SWEEPS, GIBBS_ALPHA_EVERY, GIBBS_SAMPLE_B = _DEFAULT.sweeps, _DEFAULT.alpha_every, _DEFAULT.sample_b
 
 #: Seed of the random streams of `infer` in a model trained by Gibbs sampling.
@@ -147,7 +148,7 @@ class TopicModel:
     def __init__(self, n_topics: int = _DEFAULT.n_topics, *, alpha: float = _DEFAULT.alpha, a: float = _DEFAULT.a,
                  b: Union[float, str] = _DEFAULT.b, online: Optional[OnlineSettings] = None,
                  local_iterations: int = _DEFAULT.local_iterations, word_adapted: bool = _DEFAULT.word_adapted,
-                 history_size: int = 20, units: str = _DEFAULT.units, inference: str = _DEFAULT.inference,
+                 history_size: int = _DEFAULT.history_size, units: str = _DEFAULT.units, inference: str = _DEFAULT.inference,
                  sweeps: int = GIBBS_SWEEPS, alpha_every: int = GIBBS_ALPHA_EVERY, sample_b: bool = GIBBS_SAMPLE_B,
                  history_every: int = _DEFAULT.history_every):
         if inference not in TOPIC_INFERENCE:
@@ -231,7 +232,7 @@ class TopicModel:
         return chars, tok_ptr, doc_ptr
 
     # ------------------------------------------------------------------ training
-    def fit(self, docs: Sequence[Sequence[str]], *, passes: int = _DEFAULT.passes, seed: int = 0,
+    def fit(self, docs: Sequence[Sequence[str]], *, passes: int = _DEFAULT.passes, seed: int = _RUN.seed,
             callback: Optional[Report] = None) -> "TopicModel":
         """`sweeps` collapsed Gibbs sweeps over an in-memory corpus, whose last sample becomes the
         model (`spacy_ag.topics.gibbs`; `passes` is not used); with inference="online", `passes`
@@ -245,8 +246,8 @@ class TopicModel:
             self.partial_fit((docs[i] for i in order), seed=seed + p, corpus_size=len(docs), callback=callback)
         return self
 
-    def fit_gibbs(self, docs: Sequence[Sequence[str]], *, seed: int = 0, callback: Optional[Report] = None,
-                  checkpoint: Optional[PathLike] = None, checkpoint_every: int = 0,
+    def fit_gibbs(self, docs: Sequence[Sequence[str]], *, seed: int = _RUN.seed, callback: Optional[Report] = None,
+                  checkpoint: Optional[PathLike] = None, checkpoint_every: int = _RUN.checkpoint_every,
                   resume: bool = False, run: Optional[Mapping[str, Any]] = None) -> "TopicModel":
         """`sweeps` collapsed Gibbs sweeps over an in-memory corpus (`spacy_ag.topics.gibbs`); the last
         sample becomes the model. Every `checkpoint_every` sweeps the sampler's state goes to
@@ -271,7 +272,7 @@ class TopicModel:
                                    "topics": [self.top_words(i, self.history_size) for i in range(self.n_topics)]}]
         return self
 
-    def partial_fit(self, docs: Iterable[Sequence[str]], *, seed: int = 0, corpus_size: Optional[int] = None,
+    def partial_fit(self, docs: Iterable[Sequence[str]], *, seed: int = _RUN.seed, corpus_size: Optional[int] = None,
                     callback: Optional[Report] = None) -> "TopicModel":
         """One online pass over documents read lazily, one minibatch at a time (online whatever
         `inference` says: an untrained model becomes an online model).
@@ -294,13 +295,13 @@ class TopicModel:
         """The order in which `fit` visits the documents in pass `pass_index`."""
         return np.random.default_rng(mix_seeds(seed, pass_index) % (2 ** 63)).permutation(n_docs)
 
-    def update_documents(self, docs: Sequence[Sequence[str]], *, seed: int = 0,
+    def update_documents(self, docs: Sequence[Sequence[str]], *, seed: int = _RUN.seed,
                          corpus_size: Optional[int] = None) -> float:
         """One online minibatch made of `docs` (what a spaCy `update` does); returns the documents'
         log likelihood under G' before the step."""
         return self.step([list(d) for d in docs], seed=seed, corpus_size=corpus_size)["batch_loglik"]
 
-    def step(self, batch: Sequence[Sequence[str]], *, seed: int = 0, corpus_size: Optional[int] = None,
+    def step(self, batch: Sequence[Sequence[str]], *, seed: int = _RUN.seed, corpus_size: Optional[int] = None,
              callback: Optional[Report] = None) -> Dict:
         """One online minibatch; returns its trace line (`callback` gets the lines of refinements)."""
         if self.compiled is None or not (self.learner.minibatches or self.learner.seen):

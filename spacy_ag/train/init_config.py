@@ -17,9 +17,7 @@ from typing import Optional
 from ..errors import Errors
 from ..settings import UNIT_CHOICES, SegmenterSettings, units_for_language
 
-__all__ = ["GRAMMARS", "init_config_text"]
-
-GRAMMARS = ("unigram", "colloc", "colloc3")
+__all__ = ["init_config_text"]
 
 _HEADER = """\
 # spaCy pipeline config for spacy-ag: {what}.
@@ -148,7 +146,7 @@ def init_config_text(*, lang: Optional[str] = None, grammar: str = "unigram", ph
     except Exception:
         raise ValueError(Errors.E504.format(lang=lang)) from None
     if grammar not in BUILTIN_GRAMMARS and not Path(grammar).is_file():
-        raise ValueError(Errors.E502.format(grammar=grammar, builtins=', '.join(GRAMMARS)))
+        raise ValueError(Errors.E502.format(grammar=grammar, builtins=", ".join(BUILTIN_GRAMMARS)))
     if iterations < 1 or chains < 1:
         raise ValueError(Errors.E503)
     if phonemes:

@@ -127,7 +127,8 @@ def _new_model(t, online):
 
     return TopicModel(t.n_topics, alpha=t.alpha, a=t.a, b=t.b, online=online, local_iterations=t.local_iterations,
                       units=t.units, inference=t.inference, sweeps=t.sweeps, alpha_every=t.alpha_every,
-                      sample_b=t.sample_b, word_adapted=t.word_adapted, history_every=t.history_every)
+                      sample_b=t.sample_b, word_adapted=t.word_adapted, history_every=t.history_every,
+                      history_size=t.history_size)
 
 
 def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out, fingerprint):

@@ -298,3 +298,72 @@ def test_engine_configs_agree_with_the_defaults():
             assert grammar.units == GrammarSettings.units, path.name
         assert grammar.default_b == DEFAULT_B, path.name
         assert grammar.default_a == (0.0 if path.name.endswith("-online.cfg") else DEFAULT_A), path.name
+
+
+def _settings_names():
+    """Every setting name of `spacy_ag.settings`' dataclasses."""
+    import spacy_ag.settings as settings_module
+
+    names = set()
+    for value in vars(settings_module).values():
+        if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == settings_module.__name__:
+            names.update(f.name for f in dataclasses.fields(value))
+    return names
+
+
+#: Keywords named like a setting whose API default is another on purpose, with the reason.
+API_OWN_DEFAULTS = {
+    # one pass over a live stream reads it lazily, a minibatch at a time: no shuffling window unless
+    # asked for; fit_stream, which replays the stream as [inference] stream = true does, has the setting's
+    "AdaptorGrammar.partial_fit(shuffle_buffer=0)",
+}
+
+
+def literal_setting_defaults(source: str, classes, settings_names) -> list:
+    """Public methods of `classes` (and their __init__) in `source` whose keyword named like a
+    setting has a literal default: the value written a second time, beside settings.py."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.ClassDef) and node.name in classes):
+            continue
+        for func in node.body:
+            if not isinstance(func, ast.FunctionDef) or (func.name.startswith("_") and func.name != "__init__"):
+                continue
+            args = func.args
+            positional = args.posonlyargs + args.args
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                if arg.arg in settings_names and isinstance(default, ast.Constant) and default.value is not None:
+                    found.append(f"{node.name}.{func.name}({arg.arg}={default.value!r})")
+    return found
+
+
+def test_no_setting_default_is_written_twice():
+    """The models' keyword defaults that are settings come from settings.py (``_RUN.seed``,
+    ``_DEFAULT.history_size``), never as a literal written beside it."""
+    import spacy_ag
+
+    package = Path(spacy_ag.__file__).parent
+    names = _settings_names()
+    found = literal_setting_defaults((package / "model.py").read_text(encoding="utf8"), {"AdaptorGrammar"}, names)
+    found += literal_setting_defaults((package / "topics" / "model.py").read_text(encoding="utf8"), {"TopicModel"},
+                                      names)
+    assert set(found) == API_OWN_DEFAULTS, found
+    written = "class M:\n    def fit(self, *, seed: int = 0, passes: int = _RUN.passes):\n        pass\n"
+    assert literal_setting_defaults(written, {"M"}, {"seed", "passes"}) == ["M.fit(seed=0)"]
+
+
+def test_run_keywords_of_the_models_are_the_training_defaults():
+    from spacy_ag.model import AdaptorGrammar
+
+    run = {f.name: f.default for f in dataclasses.fields(TrainingSettings)}
+    methods = [AdaptorGrammar.fit, AdaptorGrammar.partial_fit, AdaptorGrammar.fit_stream, AdaptorGrammar.online_step,
+               TopicModel.fit, TopicModel.fit_gibbs, TopicModel.partial_fit, TopicModel.update_documents,
+               TopicModel.step]
+    for method in methods:
+        for name, param in inspect.signature(method).parameters.items():
+            if name in run and param.default is not inspect.Parameter.empty and param.default is not None:
+                assert param.default == run[name], (method.__qualname__, name, param.default, run[name])
