@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from spacy_ag.model import AdaptorGrammar  # noqa: E402
-from spacy_ag.ray_estep import watch_estep  # noqa: E402
+from spacy_ag.runs.ray_estep import watch_estep  # noqa: E402
 from spacy_ag.serialize import state_arrays  # noqa: E402
 from spacy_ag.settings import OnlineSettings  # noqa: E402
 from spacy_ag.synthetic import iter_corpus, make_lexicon  # noqa: E402

@@ -84,7 +84,7 @@ def main() -> None:
     from spacy_ag.corpus import read_corpus
     from spacy_ag.evaluation import segmentation_scores
     from spacy_ag.model import AdaptorGrammar
-    from spacy_ag.training import TrainingSettings
+    from spacy_ag.settings import TrainingSettings
 
     corpus = read_corpus(args.data, gold=True)
     checkpoints = sorted({int(c) for c in args.checkpoints.split(",") if c})

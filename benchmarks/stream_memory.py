@@ -45,7 +45,7 @@ def child(overrides: str) -> dict:
     """Runs in its own process: train on the streamed file, write and score the segmentation."""
     from spacy_ag.config import build_model, load_training_config
     from spacy_ag.corpus import iter_lines
-    from spacy_ag.online_training import VariationalRun
+    from spacy_ag.runs.online_runner import VariationalRun
     from spacy_ag.train.engine import segment_lines, write_segmentation
 
     cfg = load_training_config(CONFIG, json.loads(overrides))

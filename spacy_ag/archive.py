@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import hashlib
 import io
 import json
 import os
 import re
 import shutil
-import signal
 import tempfile
-import threading
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -42,6 +39,7 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, U
 import numpy as np
 
 from .errors import Errors, ModelFileError, OutputWriteError
+from .runs.signals import holding_sigterm
 
 __all__ = ["Archive", "FORMAT_VERSION", "FULL_DISK", "archive_bytes", "atomic_writer", "declared_arrays",
            "full_disk_error", "is_archive", "load_npz", "naming_failed_write", "read_archive", "read_archive_bytes",
@@ -160,30 +158,6 @@ def remove_leftovers(folder: PathLike) -> List[str]:
     return sorted(removed)
 
 
-def _holding_sigterm(write):
-    """Hold SIGTERM back while `write` runs, then deliver it to the handler there was.
-
-    Without this, SIGTERM's default action would kill the process mid-write and leave the
-    temporary sibling behind; held back, the write finishes (or fails and cleans up) first.
-    Only in the main thread, where Python runs signal handlers.
-    """
-
-    @functools.wraps(write)
-    def held(*args, **kwargs):
-        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is None:
-            return write(*args, **kwargs)
-        received = []
-        previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
-        try:
-            return write(*args, **kwargs)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            if received:
-                signal.raise_signal(signal.SIGTERM)
-
-    return held
-
-
 #: The OSErrors of a full disk, what they mean and what to do (E202): the disk, the user's quota, or the
 #: file size limit of the process (``ulimit -f``; Python ignores SIGXFSZ, so the write fails with EFBIG).
 FULL_DISK = {
@@ -241,7 +215,7 @@ def atomic_writer(path: PathLike, text: bool = False) -> Iterator[IO]:
             raise
 
 
-@_holding_sigterm
+@holding_sigterm
 def write_atomic_file(path: PathLike, data: bytes) -> None:
     """Replace `path` by `data` atomically (`atomic_writer`), SIGTERM held back until it is done."""
     with atomic_writer(path) as f:
@@ -274,7 +248,7 @@ def replace_directory(path: PathLike, write: Callable[[Path], None]) -> None:
             raise
 
 
-@_holding_sigterm
+@holding_sigterm
 def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray],
                   meta: Mapping[str, Any]) -> None:
     """Write the archive directory `path` whole, replacing any archive there."""

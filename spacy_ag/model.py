@@ -37,11 +37,10 @@ from .settings import (
     AUTO_MAX_SPAN, AUTO_UNITS, GrammarSettings, InferenceSettings, OnlineSettings, SamplerSettings, SettingError,
     check, normalized, resolve_units,
 )
-from .training import (
-    ChainJob, MarginalCounts, TraceCallback, TrainingInterrupted, TrainingSettings, corpus_fingerprint,
-    default_workers, run_chains, words_from_key,
-)
-from .online_training import (
+from .runs.chain_pool import ChainJob, TraceCallback, TrainingSettings, corpus_fingerprint, default_workers, run_chains
+from .runs.marginal_decoding import MarginalCounts, words_from_key
+from .runs.signals import TrainingInterrupted
+from .runs.online_runner import (
     STREAM_TRACE_KEPT, VariationalRun, mode_settings, model_arrays, remote_estep, shuffled_stream,
     variational_from_arrays,
 )
@@ -185,9 +184,9 @@ class AdaptorGrammar:
         `checkpoint_dir`, every chain writes a checkpoint there; `resume=True`
         continues from them. `backend` and `ray_address` are the [training]
         settings of that name (None: their defaults): ``backend="ray"`` runs
-        the chains as tasks of a Ray cluster (`spacy_ag.ray_chains`), or, for
+        the chains as tasks of a Ray cluster (`spacy_ag.runs.ray_chains`), or, for
         online and vb inference, the E-step of every minibatch on `workers`
-        Ray workers (`spacy_ag.ray_estep`; 0: one per CPU of the cluster),
+        Ray workers (`spacy_ag.runs.ray_estep`; 0: one per CPU of the cluster),
         with the same result. `run` (``section.key`` -> value) is what the
         checkpoints record as their run, and a resumed run must give the
         same (`spacy_ag.serialize.check_run`); ``spacy-ag train`` gives the
@@ -215,7 +214,7 @@ class AdaptorGrammar:
                                  corpus.sentences if gold else None, self.online, run))
         try:
             if training.backend == "ray":
-                from .ray_chains import run_chains_on_ray
+                from .runs.ray_chains import run_chains_on_ray
 
                 results = run_chains_on_ray(jobs, workers, callback, training.ray_address)
             else:

@@ -138,7 +138,7 @@ def max_span_setting() -> Any:
                                   "of a text", low=1)
 
 
-#: Where MCMC chains run (`spacy_ag.ray_chains` for "ray"), and the batches of `spacy-ag segment` and
+#: Where MCMC chains run (`spacy_ag.runs.ray_chains` for "ray"), and the batches of `spacy-ag segment` and
 #: `parse` of a directory (`spacy_ag.annotation`).
 BACKEND_CHOICES = ("local", "ray")
 

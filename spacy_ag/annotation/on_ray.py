@@ -17,7 +17,7 @@ import os
 from typing import Optional
 
 from ..errors import AnnotationError, Errors, SpacyAgError
-from ..ray_chains import RayActors, connect_ray
+from ..runs.ray_cluster import RayActors, connect_ray
 from .runner import BatchResult, annotate_batch
 from .tasks import Batch
 

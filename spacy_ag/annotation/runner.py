@@ -28,7 +28,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
 from ..corpus import chunked, iter_lines
 from ..errors import SpacyAgError
-from ..training import ParentSignals
+from ..runs.signals import ParentSignals
 from .shards import Shard, ShardWriter
 from .tasks import Batch
 

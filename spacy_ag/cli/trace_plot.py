@@ -6,7 +6,7 @@ Every trainer writes one JSON line per traced step to OUTPUT/trace.jsonl
 * MCMC (`spacy_ag.core.chain`): ``iteration`` and ``chain``, ``log_posterior``,
   ``tables``, ``a`` and ``b`` per adaptor, ``seconds`` of that iteration,
   ``token_f`` on evaluated iterations;
-* online and batch VB (`spacy_ag.online_training`): ``minibatch``,
+* online and batch VB (`spacy_ag.runs.online_runner`): ``minibatch``,
   ``batch_loglik`` (the minibatch's log likelihood before its step),
   ``grammaton`` (entries per adaptor), ``a`` and ``b`` per adaptor,
   ``seconds`` since the previous line, ``token_f`` when evaluated;

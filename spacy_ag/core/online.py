@@ -81,7 +81,7 @@ class OnlineLearner:
         self.truncation = np.array([self._truncation(name) for name in compiled.adapted], np.int64)
         #: nonterminals whose Dirichlet prior the Newton steps leave alone
         self.alpha_fixed = np.zeros(G.n_nt, np.bool_)
-        #: draws the E-step elsewhere (`spacy_ag.ray_estep.RayEStep`); None: here, on `workers` threads
+        #: draws the E-step elsewhere (`spacy_ag.runs.ray_estep.RayEStep`); None: here, on `workers` threads
         self.remote_estep = None
 
     # ------------------------------------------------------------------ settings

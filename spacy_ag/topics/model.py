@@ -462,7 +462,7 @@ class TopicModel:
                 "progress": self.learner.progress(), "trace_tail": reproducible(self.trace[-1:])}
 
     def _archive_parts(self):
-        from ..online_training import model_arrays
+        from ..runs.online_runner import model_arrays
 
         self._require()
         return (self.ARCHIVE_KIND, self.grammar_text(), model_arrays(self.learner.state, self.learner.V),
@@ -538,7 +538,7 @@ class TopicModel:
     @classmethod
     def _from_archive(cls, archive, source: str) -> "TopicModel":
         from ..errors import ModelFileError
-        from ..online_training import variational_from_arrays
+        from ..runs.online_runner import variational_from_arrays
 
         meta, arrays = archive.header, archive.arrays
         try:

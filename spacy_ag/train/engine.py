@@ -225,7 +225,7 @@ def train_model(config_path: Path, output: Optional[Path] = None, overrides: Opt
                           backend=t.backend, ray_address=t.ray_address, run=fingerprint,
                           gold=gold, eval_every=t.eval_every if gold is not None else 0,
                           **({"eval_at": t.eval_at} if getattr(t, "eval_at", ()) and gold is not None else {}))
-        except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`, `spacy_ag.training`)
+        except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM (`output_lock`, `spacy_ag.runs.chain_pool`)
             done = ", ".join(f"chain {c} at iteration {i}" for c, i in sorted(log.last.items()))
             raise _stopped_run(err, done, checkpoints, pattern, resume, started, config_path, out,
                                command_args) from None

@@ -19,11 +19,11 @@ import contextlib
 import errno
 import os
 import signal
-import threading
 from pathlib import Path
 from typing import Iterator
 
 from ..archive import remove_leftovers
+from ..runs.signals import Terminated, sigterm_as_interrupt
 from ..errors import Errors, TrainingLayerError
 from .progress import TrainingStopped, info, warn
 
@@ -35,12 +35,6 @@ except ImportError:  # not POSIX: runs are not locked
 __all__ = ["LOCK_FILE", "Terminated", "interrupted", "output_lock", "stopped"]
 
 LOCK_FILE = ".lock"
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM during a run: handled like Ctrl-C, exit code 128 + 15."""
-
-    signum = signal.SIGTERM
 
 
 def interrupted(err: BaseException) -> str:
@@ -62,22 +56,6 @@ def _holder(fd: int) -> str:
     except (OSError, UnicodeDecodeError):
         return ""
     return f" (pid {pid})" if pid.isdigit() else ""
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is None:
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -103,7 +81,7 @@ def output_lock(out: Path) -> Iterator[Path]:
         if removed:
             info(f"Removed {len(removed)} temporary file{'s' if len(removed) > 1 else ''} left in {out} by an "
                  f"interrupted write: {', '.join(removed)}")
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             yield out
     finally:
         os.close(fd)  # releases the lock (the file stays: removing it would race with the next run)

@@ -185,7 +185,7 @@ def train_pipeline(config_path: PathLike, output: PathLike, overrides: Optional[
     from spacy.training.initialize import init_nlp
     from spacy.training.loop import train as spacy_train
 
-    from ..training import TrainingInterrupted
+    from ..runs.signals import TrainingInterrupted
 
     config_path = Path(config_path)
     out = Path(output)

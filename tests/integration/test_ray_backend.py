@@ -23,11 +23,11 @@ from typer.testing import CliRunner
 
 from spacy_ag.cli import app
 from spacy_ag.model import AdaptorGrammar
-from spacy_ag.ray_chains import watch_chains
+from spacy_ag.runs.ray_chains import watch_chains
 from spacy_ag.serialize import read_npz, state_arrays
 from spacy_ag.settings import SegmenterSettings, SettingError, TrainingSettings, check
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
-from spacy_ag.training import TrainingInterrupted
+from spacy_ag.runs.signals import TrainingInterrupted
 from conftest import (
     NO_RAY, UNIGRAM, assert_one_error_line, engine_config, processes_of, run_driver, stop_processes,
 )
@@ -250,7 +250,7 @@ def test_ctrl_c_on_the_driver_stops_every_ray_chain_and_its_cluster(texts, tmp_p
 TWO_NODE_DRIVER = """
 import hashlib, json, sys
 from spacy_ag.model import AdaptorGrammar
-from spacy_ag.ray_chains import watch_chains
+from spacy_ag.runs.ray_chains import watch_chains
 from spacy_ag.serialize import state_arrays
 address, options, grammar, texts = json.loads(sys.stdin.read())
 events = []

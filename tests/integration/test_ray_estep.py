@@ -1,4 +1,4 @@
-"""The online and vb E-step on Ray workers (`spacy_ag.ray_estep`), and the sharded E-step under it.
+"""The online and vb E-step on Ray workers (`spacy_ag.runs.ray_estep`), and the sharded E-step under it.
 
 The model trained with ``backend="ray"`` equals the local backend's bit for
 bit, whatever the number of workers; the workers really draw at the same
@@ -25,7 +25,7 @@ from spacy_ag.core.state import N_TRIE
 from spacy_ag.core.online import OnlineLearner
 from spacy_ag.core.variational import absorb, absorb_distinct
 from spacy_ag.model import AdaptorGrammar
-from spacy_ag.ray_estep import watch_estep
+from spacy_ag.runs.ray_estep import watch_estep
 from spacy_ag.serialize import state_arrays
 from spacy_ag.settings import OnlineSettings
 from spacy_ag.synthetic import generate_corpus, make_lexicon
@@ -256,7 +256,7 @@ TWO_NODE_DRIVER = """
 import hashlib, json, sys
 import numpy as np
 from spacy_ag.model import AdaptorGrammar
-from spacy_ag.ray_estep import watch_estep
+from spacy_ag.runs.ray_estep import watch_estep
 from spacy_ag.settings import OnlineSettings
 from spacy_ag.serialize import state_arrays
 address, settings, grammar, texts = json.loads(sys.stdin.read())

@@ -325,7 +325,7 @@ def test_parallel_chains_stopped_by_the_callback_resume_exactly(engine, tmp_path
     """In-process parallel chains (2 workers): Ctrl-C in the callback stops both at an iteration boundary."""
     from spacy_ag.model import AdaptorGrammar
     from spacy_ag.serialize import state_arrays
-    from spacy_ag.training import TrainingInterrupted
+    from spacy_ag.runs.signals import TrainingInterrupted
 
     texts = (engine / "raw.txt").read_text(encoding="utf8").split()[:120]
     options = dict(iterations=12, chains=2, workers=2, seed=3, sample_every=2, checkpoint_every=5)

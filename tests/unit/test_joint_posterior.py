@@ -26,7 +26,7 @@ import pytest
 
 from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.compiled import CompiledGrammar
-from spacy_ag.training import words_from_key
+from spacy_ag.runs.marginal_decoding import words_from_key
 
 # no utterance repeats a substring, so no table can be shared inside one utterance
 CORPUS = ["ab", "ab", "ba"]

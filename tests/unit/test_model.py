@@ -7,7 +7,7 @@ from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.serialize import ModelFileError, state_arrays
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from spacy_ag.training import TrainingInterrupted
+from spacy_ag.runs.signals import TrainingInterrupted
 
 UNIGRAM = """
 # unigram word segmentation (Goldwater et al.), our shorthand

@@ -25,7 +25,7 @@ from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.expectations import digamma
 from spacy_ag.core.topics import relative_weights, _responsibilities, document_topics
 from spacy_ag.grammar import Adaptor
-from spacy_ag.online_training import model_arrays
+from spacy_ag.runs.online_runner import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
 from spacy_ag.topics.coherence import read_documents
 from spacy_ag.topics.model import topic_rules

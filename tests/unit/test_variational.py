@@ -24,10 +24,10 @@ from spacy_ag.core.state import NODE_FREE, NODE_HWM, OPEN, RULE, TAB_HWM, TABLE,
 from spacy_ag.core.variational import refresh_weights
 from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.model import AdaptorGrammar
-from spacy_ag.online_training import mode_settings, variational_arrays
+from spacy_ag.runs.online_runner import mode_settings, variational_arrays
 from spacy_ag.serialize import state_arrays
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from spacy_ag.training import TrainingInterrupted
+from spacy_ag.runs.signals import TrainingInterrupted
 
 UNIGRAM = """
 1 1 Sentence --> Word+

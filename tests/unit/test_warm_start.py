@@ -24,7 +24,7 @@ from spacy_ag.serialize import state_arrays
 from spacy_ag.settings import OnlineSettings
 from spacy_ag.state_checks import check_state
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from spacy_ag.training import words_from_key
+from spacy_ag.runs.marginal_decoding import words_from_key
 
 ALPHABET = "abcdefgh"
 GRAMMAR = ("1 1 Sentence --> Colloc+\nColloc --> Word+\nWord --> Char+\n"

@@ -35,13 +35,13 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Union
 
 import numpy as np
 
-from .core.estep_shards import (
+from ..core.estep_shards import (
     Draws, DistinctDraws, YieldTrie, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights,
     merge_shards, pack_shard, split_batch,
 )
-from .core.state import N_TRIE
-from .errors import Errors, TrainingLayerError
-from .ray_chains import RayActors, connect_ray, watching
+from ..core.state import N_TRIE
+from ..errors import Errors, TrainingLayerError
+from .ray_cluster import RayActors, connect_ray, watching
 
 __all__ = ["MAX_RESTARTS", "RayEStep", "watch_estep"]
 
@@ -53,7 +53,7 @@ _WATCHER: contextvars.ContextVar[Optional[Callable[[Dict[str, Any]], None]]] = c
 
 
 def watch_estep(watcher: Optional[Callable[[Dict[str, Any]], None]]) -> ContextManager[None]:
-    """Report the E-step workers of the runs inside the ``with`` (as `spacy_ag.ray_chains.watch_chains`
+    """Report the E-step workers of the runs inside the ``with`` (as `spacy_ag.runs.ray_chains.watch_chains`
     does for chains): `watcher` receives ``{"event": "started", "workers": RayEStep}`` when they are up,
     and ``{"event": "closing", "workers": [{"node", "pid", "spans"}, ...], "stats": ...}`` before they stop,
     ``spans`` being the (start, end) wall times of each shard the worker drew and ``whole_tries`` how

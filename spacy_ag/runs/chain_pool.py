@@ -30,60 +30,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .core.chain import Chain
-from .core.compiled import CompiledGrammar
-from .core.warm_start import warm_start
-from .errors import Errors
-from .evaluation import segmentation_scores
-from .settings import OnlineSettings, SamplerSettings, TrainingSettings
-from .serialize import check_run, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
+from ..core.chain import Chain
+from ..core.compiled import CompiledGrammar
+from ..core.warm_start import warm_start
+from ..errors import Errors
+from ..evaluation import segmentation_scores
+from ..settings import OnlineSettings, SamplerSettings, TrainingSettings
+from ..serialize import check_run, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
+from .marginal_decoding import MarginalCounts, words_from_key
+from .signals import ParentSignals, StopRequest, TrainingInterrupted
 
 TraceCallback = Callable[[Dict], None]
-
-
-class MarginalCounts:
-    """How often each segmentation of each sentence was sampled (3.15)."""
-
-    def __init__(self, n_sentences: int):
-        self.counts: List[Dict[bytes, int]] = [dict() for _ in range(n_sentences)]
-        self.n_samples = 0
-
-    def add(self, keys: Sequence[bytes]) -> None:
-        for table, key in zip(self.counts, keys):
-            table[key] = table.get(key, 0) + 1
-        self.n_samples += 1
-
-    def merge(self, other: "MarginalCounts") -> None:
-        for table, more in zip(self.counts, other.counts):
-            for key, n in more.items():
-                table[key] = table.get(key, 0) + n
-        self.n_samples += other.n_samples
-
-    def best(self) -> List[bytes]:
-        """The most frequent segmentation per sentence; ties go to the first seen."""
-        return [max(t.items(), key=lambda kv: kv[1])[0] if t else b"" for t in self.counts]
-
-    def to_json(self) -> Dict:
-        return {"n_samples": self.n_samples,
-                "counts": [[[k.hex(), n] for k, n in t.items()] for t in self.counts]}
-
-    @classmethod
-    def from_json(cls, data: Dict) -> "MarginalCounts":
-        out = cls(len(data["counts"]))
-        out.n_samples = data["n_samples"]
-        out.counts = [{bytes.fromhex(k): n for k, n in t} for t in data["counts"]]
-        return out
-
-
-def words_from_key(text: Sequence[str], key: bytes) -> List[str]:
-    """Cut a sentence at the boundary marks of a segmentation key."""
-    marks = np.frombuffer(key, dtype=np.uint8)
-    words, start = [], 0
-    for p in range(1, len(text) + 1):
-        if p == len(text) or marks[p]:
-            words.append("".join(text[start:p]))
-            start = p
-    return words
 
 
 def corpus_fingerprint(words: np.ndarray, sent_ptr: np.ndarray, grammar_text: str) -> str:
@@ -123,86 +80,13 @@ class ChainResult:
     iteration: int
 
 
-class TrainingInterrupted(KeyboardInterrupt):
-    """Training stopped by Ctrl-C (SIGINT) or SIGTERM, its checkpoints written.
-
-    `signum` is the signal (SIGINT also for a KeyboardInterrupt raised by a
-    callback); the command line exits with 128 + signum.
-    """
-
-    def __init__(self, *args, signum: Optional[int] = None):
-        super().__init__(*args)
-        self._signum = signum
-
-    @property
-    def signum(self) -> int:
-        # raised in an `except KeyboardInterrupt:` after a `StopRequest`, the signal is on the context
-        return int(self._signum or getattr(self.__context__, "signum", None) or signal.SIGINT)
-
-
-class StopRequest:
-    """Turns the first SIGINT (Ctrl-C) or SIGTERM into a request honoured between iterations.
-
-    A signal landing inside a sweep would otherwise leave a half-done
-    iteration in the checkpoint; a second signal stops at once. In a worker of
-    parallel chains, `shared` (a shared int) carries the parent's request (its
-    signal number, 0 for none), and `orphaned` is set once the parent is gone.
-    Entering it again (`run_chain` in a worker) changes nothing.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, shared=None):
-        self.received = 0  # the first signal this process got
-        self.shared = shared
-        self.orphaned = False
-        self._previous: Dict[int, object] = {}
-        self._depth = 0
-
-    @property
-    def signum(self) -> int:
-        """The signal the stop was asked with (0: no stop asked)."""
-        return (self.received or (self.shared.value if self.shared is not None else 0)
-                or (signal.SIGTERM if self.orphaned else 0))
-
-    @property
-    def requested(self) -> bool:
-        return bool(self.signum)
-
-    def __enter__(self):
-        self._depth += 1
-        if self._depth == 1 and threading.current_thread() is threading.main_thread():
-            for signum in self.SIGNALS:
-                if signal.getsignal(signum) is not None:
-                    self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.received:
-            raise KeyboardInterrupt
-        self.received = signum
-
-    def __exit__(self, exc_type, exc, tb):
-        self._depth -= 1
-        if self._depth == 0:
-            for signum, previous in self._previous.items():
-                signal.signal(signum, previous)
-            self._previous = {}
-        if isinstance(exc, KeyboardInterrupt) and self.signum:  # the exit code names the signal
-            if isinstance(exc, TrainingInterrupted):
-                exc._signum = exc._signum or self.signum
-            elif getattr(exc, "signum", None) is None:
-                exc.signum = self.signum
-        return False
-
-
 def _load_checkpoint(job: ChainJob):
     arrays, meta = read_npz(Path(job.checkpoint), "checkpoint")
     if meta["fingerprint"] != job.fingerprint:
         raise ValueError(Errors.E498.format(path=job.checkpoint))
     check_run(job.checkpoint, meta.get("run"), job.run)
     state = state_from_arrays(arrays, job.checkpoint)
-    from .state_checks import check_state  # every array, before any kernel sees it
+    from ..state_checks import check_state  # every array, before any kernel sees it
 
     check_state(job.compiled, state, None, job.checkpoint)
     return state, meta["iteration"], meta["trace"], MarginalCounts.from_json(meta["marginals"])
@@ -379,31 +263,6 @@ def _chain_process(job: ChainJob, conn, shared, parent_pid: int, result_path: Op
     conn.close()
 
 
-class ParentSignals:
-    """SIGINT and SIGTERM in the parent of parallel chains: recorded (the first) and counted, never raised."""
-
-    def __init__(self):
-        self.signum = 0
-        self.count = 0
-        self._previous: Dict[int, object] = {}
-
-    def __enter__(self) -> "ParentSignals":
-        if threading.current_thread() is threading.main_thread():
-            for signum in StopRequest.SIGNALS:
-                if signal.getsignal(signum) is not None:
-                    self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        self.signum = self.signum or signum
-        self.count += 1
-
-    def __exit__(self, *exc) -> bool:
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
-        return False
-
-
 @dataclass
 class _Worker:
     job: ChainJob
@@ -414,7 +273,7 @@ class _Worker:
 
 
 class ChainDriver:
-    """What every driver of parallel chains (`_ChainPool`, `spacy_ag.ray_chains`) does with the
+    """What every driver of parallel chains (`_ChainPool`, `spacy_ag.runs.ray_chains`) does with the
     callback: a Ctrl-C inside it stops every chain, with checkpoints; another error stops the run
     and is raised at its end, and the callback is not called again."""
 

@@ -22,13 +22,13 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 import numpy as np
 
-from .core.grammatons import Variational
-from .core.online import OnlineLearner, OnlineSettings
-from .errors import Errors
-from .serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
+from ..core.grammatons import Variational
+from ..core.online import OnlineLearner, OnlineSettings
+from ..errors import Errors
+from ..serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
                         write_npz_atomic)
-from .core.state import TAB_HWM
-from .training import TrainingInterrupted, StopRequest
+from ..core.state import TAB_HWM
+from .signals import StopRequest, TrainingInterrupted
 
 Report = Callable[[Dict], None]
 PER_TABLE = ("ft", "lw", "rank", "f_batch")
@@ -113,7 +113,7 @@ class VariationalRun:
         check_run(path, meta.get("run"), run)
         state = state_from_arrays(arrays, path)
         variational = variational_from_arrays(arrays, path)
-        from .state_checks import check_state  # every array, before any kernel sees it
+        from ..state_checks import check_state  # every array, before any kernel sees it
 
         check_state(compiled, state, variational, path, require_variational=True)
         return state, variational, meta
@@ -220,7 +220,7 @@ class VariationalRun:
 @contextlib.contextmanager
 def remote_estep(learner: OnlineLearner, training) -> Iterator[None]:
     """With ``training.backend == "ray"``, the learner's E-steps run on Ray workers inside the block
-    (`spacy_ag.ray_estep`); they stop, with the cluster if the block started it, when it ends."""
+    (`spacy_ag.runs.ray_estep`); they stop, with the cluster if the block started it, when it ends."""
     if training.backend != "ray":
         yield
         return

@@ -2,7 +2,7 @@
 
 Chains are independent until their kept samples are pooled, so they spread
 over the nodes of a cluster as they spread over the cores of one machine
-(`spacy_ag.training._ChainPool`). `run_chains_on_ray` is the driver: it runs
+(`spacy_ag.runs.chain_pool._ChainPool`). `run_chains_on_ray` is the driver: it runs
 every `ChainJob` as one Ray task (one CPU each) and returns what
 `run_chains` returns, so the caller pools the maximum-marginal counts on the
 driver exactly as for local chains, and the result is the local one, bit for
@@ -27,7 +27,6 @@ Ray is imported here only, and this module only when a run asks for it.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import dataclasses
 import os
@@ -36,15 +35,17 @@ import signal
 import tempfile
 import time
 import traceback
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
-from .archive import write_atomic_file
-from .errors import Errors, TrainingLayerError
-from .serialize import read_npz_bytes
-from .training import (
-    STOP_GRACE, ChainDriver, ChainJob, ChainResult, MarginalCounts, ParentSignals, RemoteTraceback, StopRequest,
-    TraceCallback, TrainingInterrupted, picklable_error, run_chain,
+from ..archive import write_atomic_file
+from ..errors import Errors, TrainingLayerError
+from ..serialize import read_npz_bytes
+from .chain_pool import (
+    STOP_GRACE, ChainDriver, ChainJob, ChainResult, RemoteTraceback, TraceCallback, picklable_error, run_chain,
 )
+from .marginal_decoding import MarginalCounts
+from .ray_cluster import connect_ray, watching
+from .signals import ParentSignals, StopRequest, TrainingInterrupted
 
 __all__ = ["MAX_RESTARTS", "run_chains_on_ray", "watch_chains"]
 
@@ -68,16 +69,6 @@ def watch_chains(watcher: Optional[Callable[[ChainEvent], None]]) -> ContextMana
     iteration its next attempt starts from).
     """
     return watching(_WATCHER, watcher)
-
-
-@contextlib.contextmanager
-def watching(var: contextvars.ContextVar, watcher) -> Iterator[None]:
-    """`watcher` in the context variable `var` inside the ``with`` (the watchers of the Ray modules)."""
-    token = var.set(watcher)
-    try:
-        yield
-    finally:
-        var.reset(token)
 
 
 class _Hub:
@@ -149,43 +140,6 @@ def _chain_task(job: ChainJob, attempt: int, hub, checkpoint: Optional[bytes]) -
             return ("done",)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def connect_ray(address: Optional[str]):
-    """Ray, joined to a cluster: the one this process already uses, `address`, or a new local one.
-
-    RETURNS: (the ray module, whether this call connected, so the run must disconnect).
-    """
-    try:
-        import ray
-    except ImportError:
-        raise TrainingLayerError(Errors.E042) from None
-    if ray.is_initialized():
-        return ray, False
-    import logging
-
-    try:
-        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
-    except (ConnectionError, RuntimeError, ValueError) as err:
-        where = repr(address) if address else "on this machine"
-        raise TrainingLayerError(Errors.E043.format(address=where, err=" ".join(str(err).split())[:200])) from None
-    return ray, True
-
-
-class RayActors:
-    """Actors of one run, and the connection to their cluster (see `connect_ray`). Subclasses set
-    `ray`, `connected` and `actors`."""
-
-    def close(self) -> None:
-        """Stop the actors (their processes end), and the cluster if this run started it."""
-        for actor in self.actors:
-            self.ray.kill(actor)
-        self._disconnect()
-
-    def _disconnect(self) -> None:
-        if self.connected:
-            self.ray.shutdown()
-            self.connected = False
 
 
 @dataclasses.dataclass
@@ -332,7 +286,7 @@ class _RayChains(ChainDriver):
 
 def run_chains_on_ray(jobs: List[ChainJob], workers: int, callback: Optional[TraceCallback],
                       address: Optional[str] = None) -> List[ChainResult]:
-    """Run the chains as tasks of a Ray cluster; the result of `spacy_ag.training.run_chains`.
+    """Run the chains as tasks of a Ray cluster; the result of `spacy_ag.runs.chain_pool.run_chains`.
 
     jobs (List[ChainJob]): One per chain; a job's checkpoint file is written on this machine (the driver).
     workers (int): Chains running at once (0: all of them, as the cluster's CPUs allow).
