@@ -23,8 +23,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from spacy_ag.core.chain import pack_corpus  # noqa: E402
-from spacy_ag.core.online import OnlineLearner, OnlineSettings  # noqa: E402
+from spacy_ag.runs.mcmc_chain import pack_corpus  # noqa: E402
+from spacy_ag.runs.online_learner import OnlineLearner, OnlineSettings  # noqa: E402
 from spacy_ag.corpus import read_corpus  # noqa: E402
 from spacy_ag.model import AdaptorGrammar  # noqa: E402
 

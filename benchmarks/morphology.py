@@ -78,7 +78,7 @@ def generated_words(gold: Dict[str, List[List[str]]], n: int, seed: int) -> List
 
 
 def train_spacy_ag(words: Sequence[str], args) -> Dict:
-    from spacy_ag.core.chain import SamplerSettings
+    from spacy_ag.runs.mcmc_chain import SamplerSettings
     from spacy_ag.grammar import read_grammar
     from spacy_ag.model import AdaptorGrammar
     from spacy_ag.morphology import MORPH_LEVELS, morphology_grammar

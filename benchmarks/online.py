@@ -175,7 +175,7 @@ def forget_weights(ag) -> None:
 
 def warm_up(args, grammar_file, split_at, sentences: List[str]) -> float:
     """Compile (or load) the kernels with a throwaway fit, segment and held-out likelihood."""
-    from spacy_ag.core.online import OnlineSettings
+    from spacy_ag.runs.online_learner import OnlineSettings
     from spacy_ag.model import AdaptorGrammar
     started = time.perf_counter()
     texts = sentences[:30]
@@ -194,8 +194,8 @@ def warm_up(args, grammar_file, split_at, sentences: List[str]) -> float:
 def run(args) -> Dict:
     sys.path.insert(0, str(ROOT))
     import numba
-    from spacy_ag.core.chain import SamplerSettings
-    from spacy_ag.core.online import OnlineSettings
+    from spacy_ag.runs.mcmc_chain import SamplerSettings
+    from spacy_ag.runs.online_learner import OnlineSettings
     from spacy_ag.train.engine import sentence_gold
     from spacy_ag.corpus import DEFAULT_PUNCTUATION, read_corpus
     from spacy_ag.model import AdaptorGrammar

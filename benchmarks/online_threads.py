@@ -38,8 +38,8 @@ from numba import njit, prange
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import spacy_ag.core.online as online_module  # noqa: E402
-from spacy_ag.core.online import OnlineSettings  # noqa: E402
+import spacy_ag.runs.online_learner as online_module  # noqa: E402
+from spacy_ag.runs.online_learner import OnlineSettings  # noqa: E402
 from spacy_ag.corpus import read_corpus  # noqa: E402
 from spacy_ag.evaluation import segmentation_scores  # noqa: E402
 from spacy_ag.model import AdaptorGrammar  # noqa: E402

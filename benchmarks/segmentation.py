@@ -80,7 +80,7 @@ def main() -> None:
     compile_seconds, compile_rss = compile_kernels(grammar, args.data)
 
     sys.path.insert(0, str(ROOT))
-    from spacy_ag.core.chain import SamplerSettings
+    from spacy_ag.runs.mcmc_chain import SamplerSettings
     from spacy_ag.corpus import read_corpus
     from spacy_ag.evaluation import segmentation_scores
     from spacy_ag.model import AdaptorGrammar

@@ -197,7 +197,7 @@ def setup_spacy_ag(args, data) -> Dict:
 
 
 def online_settings(args):
-    from spacy_ag.core.online import OnlineSettings
+    from spacy_ag.runs.online_learner import OnlineSettings
     from spacy_ag.topics import default_topic_settings
     base = default_topic_settings().to_dict()
     for key in ("batch_size", "tau", "kappa", "refine_every", "default_truncation"):

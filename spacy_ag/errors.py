@@ -75,7 +75,7 @@ class Errors(metaclass=_WithCodes):
     E064 = "{path}: array {name!r} is {found}, expected {expected}; the model file is damaged"
     E065 = "{path}: incomplete model header ({err})"
     E066 = "{path}: {name} missing; the model is incomplete"
-    # ---- model arrays checked against the grammar (spacy_ag.state_checks)
+    # ---- model arrays checked against the grammar (spacy_ag.core.state_checks)
     E067 = ("{path}: array {name!r} is {found}, expected {expected}; the model file is damaged or not of this "
             "grammar")
     E068 = "{path}: {name}[{index}] ({counter}) is {value}, expected {expected}; the model file is damaged"

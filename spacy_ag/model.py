@@ -13,11 +13,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from .core.chain import UnparseableSentence, pack_corpus
+from .runs.mcmc_chain import UnparseableSentence, pack_corpus
 from .core.chart import chart_width, new_viterbi_chart
 from .core.compiled import CompiledGrammar
 from .core.grammatons import Variational, new_variational
-from .core.online import OnlineLearner
+from .runs.online_learner import OnlineLearner
 from .core.state import OPEN, TAB_HWM, State
 from .core.viterbi import (
     ITEM_TABLE, ITEM_TERM, log_rho, log_table_weights, segment_batch, viterbi_chart, viterbi_items,
@@ -792,7 +792,7 @@ class AdaptorGrammar:
                     units=meta.get("units", LEGACY_UNITS))  # older archives: trained on code points
         state = state_from_arrays(arrays, source)
         variational = variational_from_arrays(arrays, source)
-        from .state_checks import arrays_source, check_state  # every array, before any kernel sees it
+        from .core.state_checks import arrays_source, check_state  # every array, before any kernel sees it
 
         check_state(model.compiled, state, variational, arrays_source(archive, source))
         G = model.compiled.arrays

@@ -3,7 +3,7 @@
 Every trainer writes one JSON line per traced step to OUTPUT/trace.jsonl
 (`spacy_ag.train.progress.TraceLog`); what a line holds depends on the trainer:
 
-* MCMC (`spacy_ag.core.chain`): ``iteration`` and ``chain``, ``log_posterior``,
+* MCMC (`spacy_ag.runs.mcmc_chain`): ``iteration`` and ``chain``, ``log_posterior``,
   ``tables``, ``a`` and ``b`` per adaptor, ``seconds`` of that iteration,
   ``token_f`` on evaluated iterations;
 * online and batch VB (`spacy_ag.runs.online_runner`): ``minibatch``,

@@ -364,7 +364,7 @@ def trie_insert(S, node, term, n_term):
 @kernel(cache=True)
 def rehash(old_keys, old_vals, keys, vals):
     """Insert every key of old_keys (-1: none) with its value into the hash table (keys, vals) by
-    linear probing: a grown table (`grow`), or a worker's copy of the trie (`estep_shards.YieldTrie`).
+    linear probing: a grown table (`grow`), or a worker's copy of the trie (`sharded_estep.YieldTrie`).
 
     Shapes: old_keys (m,) int64, old_vals (m,) int32; keys (H,) int64 and vals (H,) int32, H a power
     of two with room for the m keys."""

@@ -76,7 +76,7 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
     OVERFLOW (records did not fit: the caller enlarges and repeats). Each
     sentence has its own random stream, so results do not depend on threads.
     Sentences go to the threads longest first; with numba's parallel chunk size
-    at 1 (`estep_shards.one_item_at_a_time`) each thread takes the next when done, so
+    at 1 (`sharded_estep.one_item_at_a_time`) each thread takes the next when done, so
     the long ones do not all land on one thread.
 
     Shapes: words (n_terminals,) int32; sent_ptr (n_sentences + 1,) int64; batch (B,) int64 sentence indices;
@@ -91,9 +91,9 @@ def estep(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_len, scores
 def draw_records(G, S, V, words, sent_ptr, batch, seeds, samples, record_factor):
     """`estep` into records sized `record_factor` per terminal and tree, doubled until they fit
     (the size does not change the draws). Returns (rec, rec_ptr, samp_len, scores, status,
-    the record factor that sufficed); callers run it inside `estep_shards.one_item_at_a_time`.
+    the record factor that sufficed); callers run it inside `sharded_estep.one_item_at_a_time`.
 
-    Shapes: words, sent_ptr, batch, seeds as in `estep`; returns the arrays of `estep_shards.Draws`, then an int."""
+    Shapes: words, sent_ptr, batch, seeds as in `estep`; returns the arrays of `sharded_estep.Draws`, then an int."""
     n = batch.shape[0]
     while True:
         rec_ptr = np.zeros(n + 1, np.int64)

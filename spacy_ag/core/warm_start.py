@@ -19,10 +19,10 @@ from ..kernel_environment import kernel
 from ..settings import OnlineSettings
 from .analyses import add
 from .borrowed import borrowed
-from .chain import UnparseableSentence
+from ..runs.mcmc_chain import UnparseableSentence
 from .chart import REC_CACHED, REC_RULE, REC_TERM, trie_need
 from .grammatons import yield_node
-from .online import OnlineLearner
+from ..runs.online_learner import OnlineLearner
 from .sampler import need_nodes
 from .state import OPEN, RULE, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_terms
 from .variational import OK
@@ -131,7 +131,7 @@ def seat_draws(G, So, Sc, words, sent_ptr, batch, rec, rec_ptr, samp_len, status
     Sc needs growing, or -(d + 1) for a sentence d without a parse.
 
     Shapes: words (n_terminals,) int32, sent_ptr (n_sentences + 1,) int64, batch (B,) int64 sentence indices; rec,
-    rec_ptr, samp_len, status as in `estep_shards.Draws`; entry_table (T of So,) int64."""
+    rec_ptr, samp_len, status as in `sharded_estep.Draws`; entry_table (T of So,) int64."""
     G, So, Sc = borrowed((G, So, Sc))
     stack = np.empty(2 * Sc.node_kind.shape[0] + 16, np.int32)
     while pos < batch.shape[0]:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.chain import Chain
+from .mcmc_chain import Chain
 from ..core.compiled import CompiledGrammar
 from ..core.warm_start import warm_start
 from ..errors import Errors
@@ -86,7 +86,7 @@ def _load_checkpoint(job: ChainJob):
         raise ValueError(Errors.E498.format(path=job.checkpoint))
     check_run(job.checkpoint, meta.get("run"), job.run)
     state = state_from_arrays(arrays, job.checkpoint)
-    from ..state_checks import check_state  # every array, before any kernel sees it
+    from ..core.state_checks import check_state  # every array, before any kernel sees it
 
     check_state(job.compiled, state, None, job.checkpoint)
     return state, meta["iteration"], meta["trace"], MarginalCounts.from_json(meta["marginals"])

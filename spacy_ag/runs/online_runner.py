@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 import numpy as np
 
 from ..core.grammatons import Variational
-from ..core.online import OnlineLearner, OnlineSettings
+from .online_learner import OnlineLearner, OnlineSettings
 from ..errors import Errors
 from ..serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
                         write_npz_atomic)
@@ -113,7 +113,7 @@ class VariationalRun:
         check_run(path, meta.get("run"), run)
         state = state_from_arrays(arrays, path)
         variational = variational_from_arrays(arrays, path)
-        from ..state_checks import check_state  # every array, before any kernel sees it
+        from ..core.state_checks import check_state  # every array, before any kernel sees it
 
         check_state(compiled, state, variational, path, require_variational=True)
         return state, variational, meta

@@ -14,7 +14,7 @@ exactly as a local E-step's. Every sentence's random stream is seeded by its
 position in the minibatch, so the model is the same, bit for bit, whatever
 the number of workers, and the same as on the local backend. A worker leaves
 out the trees that repeat an earlier one of their sentence and says how often
-each was drawn (`estep_shards.distinct`): on a stream of short utterances, a
+each was drawn (`sharded_estep.distinct`): on a stream of short utterances, a
 third of the bytes to send back.
 
 A worker lost with its process or node is started again by Ray and its
@@ -35,7 +35,7 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Union
 
 import numpy as np
 
-from ..core.estep_shards import (
+from .sharded_estep import (
     Draws, DistinctDraws, YieldTrie, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights,
     merge_shards, pack_shard, split_batch,
 )

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..core.online import mix_seeds
+from ..runs.online_learner import mix_seeds
 from ..core.rng import make_rng
 from ..core.topic_gibbs import (
     base_probabilities, collapsed_log_joint, entries_from_counts, gibbs_sweep, lexicon_tables, optimize_alpha,

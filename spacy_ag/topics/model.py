@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import numpy as np
 
 from ..core.compiled import CompiledGrammar
-from ..core.online import OnlineLearner, mix_seeds
+from ..runs.online_learner import OnlineLearner, mix_seeds
 from ..core.state import yield_length, yield_terms
 from ..core.topics import (
     TopicRules, absorb_document_draws, document_word_weights, draw_documents, infer_documents,
@@ -566,7 +566,7 @@ class TopicModel:
         if found != model.n_topics:  # the kernels size their arrays by one and index by the other
             raise ModelFileError(Errors.E195.format(path=source, key="n_topics", value=model.n_topics,
                                                     found=f"{found} topics"))
-        from ..state_checks import arrays_source, check_state  # every array, before any kernel sees it
+        from ..core.state_checks import arrays_source, check_state  # every array, before any kernel sees it
 
         check_state(compiled, state, variational, arrays_source(archive, source), require_variational=True)
         model._set_compiled(compiled, state=state, variational=variational, progress=progress)

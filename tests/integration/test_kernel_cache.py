@@ -63,7 +63,7 @@ PARALLEL_ALONE = textwrap.dedent("""
 # ...then a cached kernel calling it (refresh_weights), compiled in a second process and loaded in a third
 CALLER = textwrap.dedent("""
     import numpy as np
-    from spacy_ag.core.online import OnlineLearner
+    from spacy_ag.runs.online_learner import OnlineLearner
     from spacy_ag.grammar.reader import parse_grammar_text
     from spacy_ag.model import AdaptorGrammar
     from spacy_ag.settings import OnlineSettings

@@ -16,13 +16,13 @@ import numba
 import numpy as np
 import pytest
 
-from spacy_ag.core import online as online_module
-from spacy_ag.core.estep_shards import (
+from spacy_ag.runs import online_learner as online_module
+from spacy_ag.runs.sharded_estep import (
     YieldTrie, compact, distinct, draw_trees, estep_templates, estep_view, estep_weights, merge_shards, pack_shard,
     split_batch,
 )
 from spacy_ag.core.state import N_TRIE
-from spacy_ag.core.online import OnlineLearner
+from spacy_ag.runs.online_learner import OnlineLearner
 from spacy_ag.core.variational import absorb, absorb_distinct
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.runs.ray_estep import watch_estep

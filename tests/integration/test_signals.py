@@ -349,7 +349,7 @@ def test_parallel_chains_stopped_by_the_callback_resume_exactly(engine, tmp_path
 
 
 def test_an_error_in_one_worker_is_raised_and_stops_the_other(engine, tmp_path, monkeypatch):
-    from spacy_ag.core import chain
+    from spacy_ag.runs import mcmc_chain as chain
     from spacy_ag.model import AdaptorGrammar
 
     step = chain.Chain.step

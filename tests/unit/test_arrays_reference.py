@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spacy_ag.core.compiled import CompiledGrammar
-from spacy_ag.core.estep_shards import Draws
+from spacy_ag.runs.sharded_estep import Draws
 from spacy_ag.core.grammatons import Variational, fit_capacity, new_variational
 from spacy_ag.core.rng import make_rng
 from spacy_ag.core.sampler import Workspace, need_nodes
@@ -156,4 +156,4 @@ def test_workspace_table():
 
 
 def test_draws_table_names_its_fields():
-    assert [r.field for r in table_of("spacy_ag/core/estep_shards.py", "Draws")] == list(Draws._fields)
+    assert [r.field for r in table_of("spacy_ag/runs/sharded_estep.py", "Draws")] == list(Draws._fields)

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from spacy_ag.core.borrowed import borrowed
-from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
+from spacy_ag.runs.mcmc_chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.grammar import parse_grammar_text
 from spacy_ag.synthetic import generate_corpus, make_lexicon

@@ -15,7 +15,7 @@ from spacy_ag.archive import MEASUREMENTS
 from spacy_ag.core.analyses import (
     SAME_ANALYSIS, SAME_TABLES, SAME_VALUE, add, equal_trees, fill_rho, log_r, remove,
 )
-from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
+from spacy_ag.runs.mcmc_chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.chart import inside
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.hyper import log_posterior, log_seating, size_histogram

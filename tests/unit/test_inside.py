@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from spacy_ag.core.analyses import add, fill_rho, free_tree, log_r
-from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
+from spacy_ag.runs.mcmc_chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.chart import chart_width, inside, sample_tree
 from spacy_ag.core.compiled import NO_SPAN_LIMIT, CompiledGrammar
 from spacy_ag.core.sampler import Workspace

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
+from spacy_ag.runs.mcmc_chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.runs.marginal_decoding import words_from_key
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from spacy_ag.core.online import OnlineSettings
+from spacy_ag.runs.online_learner import OnlineSettings
 from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.serialize import ModelFileError, state_arrays

@@ -12,7 +12,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_ag.cli import app
-from spacy_ag.core.chain import SamplerSettings
+from spacy_ag.runs.mcmc_chain import SamplerSettings
 from spacy_ag.grammar import read_grammar
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.morphology import (

@@ -69,7 +69,7 @@ def test_online_resume_after_interrupt_equals_uninterrupted(setup, monkeypatch):
     tmp, _, config = setup
     path = config(passes=2)
     assert run("train", path, "--output", tmp / "full").exit_code == 0
-    from spacy_ag.core import online
+    from spacy_ag.runs import online_learner as online
 
     real_steps = online.OnlineLearner.steps  # an in-memory corpus runs its minibatches in calls of several
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from spacy_ag.core.grammatons import NEXT_RANK, entries_by_rank, fit_capacity, same_derivation
-from spacy_ag.core.online import OnlineLearner, OnlineSettings
+from spacy_ag.runs.online_learner import OnlineLearner, OnlineSettings
 from spacy_ag.core.state import OPEN, State, grow, yield_terms
 from spacy_ag.core.variational import (
     UNCHANGED, _draw_is_label, _rederive_draw, absorb, copies_of_samples, materialize, rederive_apply,

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from spacy_ag import AdaptorGrammar
 from spacy_ag.cli import app
-from spacy_ag.core import online
+from spacy_ag.runs import online_learner as online
 from spacy_ag.evaluation import read_segmented, segmentation_scores
 from spacy_ag.serialize import read_npz
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from spacy_ag.core.analyses import add
-from spacy_ag.core.chain import pack_corpus
+from spacy_ag.runs.mcmc_chain import pack_corpus
 from spacy_ag.core.chart import REC_CACHED, REC_NEW
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.grammatons import create_entry
-from spacy_ag.core.online import OnlineLearner, OnlineSettings
+from spacy_ag.runs.online_learner import OnlineLearner, OnlineSettings
 from spacy_ag.core.state import NODE_FREE, NODE_HWM, OPEN, RULE, TAB_HWM, TABLE, TERM
 from spacy_ag.core.variational import refresh_weights
 from spacy_ag.evaluation import segmentation_scores
@@ -423,7 +423,7 @@ def test_pruning_keeps_the_top_K_by_score_and_every_referenced_entry(colloc):
 def test_each_sentence_seed_is_the_mix_of_seed_minibatch_and_position():
     """The E-step's per-sentence streams (drawn in one kernel) are mix_seeds(seed, stream, i), whatever
     the sign or size of the stream number (held-out batches count down from -1)."""
-    from spacy_ag.core.online import mix_seeds
+    from spacy_ag.runs.online_learner import mix_seeds
     from spacy_ag.core.rng import stream_seed, stream_seeds
 
     for seed, stream in ((3, 1), (2 ** 64 - 1, 2 ** 40), (0, -1), (12345, -7)):
@@ -448,7 +448,7 @@ def test_minibatches_in_one_call_equal_one_call_each(colloc, monkeypatch):
     """`steps` runs the minibatches up to each refinement in one kernel call. Pools that must grow
     inside a call (started tiny here) and refinements inside the list change nothing: the same
     state, statistics and counters, bit for bit, as `step` on each minibatch."""
-    from spacy_ag.core import online
+    from spacy_ag.runs import online_learner as online
     from spacy_ag.core.rng import make_rng
     from spacy_ag.core.state import new_state
 

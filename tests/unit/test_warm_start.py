@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from spacy_ag.core.chain import Chain, SamplerSettings, pack_corpus
+from spacy_ag.runs.mcmc_chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.hyper import log_posterior
 from spacy_ag.core.warm_start import warm_start
@@ -22,7 +22,7 @@ from spacy_ag.grammar import parse_grammar_text
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.serialize import state_arrays
 from spacy_ag.settings import OnlineSettings
-from spacy_ag.state_checks import check_state
+from spacy_ag.core.state_checks import check_state
 from spacy_ag.synthetic import generate_corpus, make_lexicon
 from spacy_ag.runs.marginal_decoding import words_from_key
 

@@ -14,17 +14,17 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..settings import SamplerSettings
-from .analyses import SAME_ANALYSIS, SAME_VALUE
-from .compiled import CompiledGrammar
-from .hyper import log_hyper_prior, log_posterior, sample_hyperparameters
-from .rng import make_rng, shuffle
-from .chart import trie_need
-from .sampler import (
+from ..core.analyses import SAME_ANALYSIS, SAME_VALUE
+from ..core.compiled import CompiledGrammar
+from ..core.hyper import log_hyper_prior, log_posterior, sample_hyperparameters
+from ..core.rng import make_rng, shuffle
+from ..core.chart import trie_need
+from ..core.sampler import (
     ACCEPTED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED, N_STATS, REJECTED, UNCHANGED,
     Workspace, add_all, initialize, need_nodes, open_tables, resample_labels, sweep, tables_in_yield_order,
 )
-from .segmentation import corpus_marks
-from .state import State, grow, new_state
+from ..core.segmentation import corpus_marks
+from ..core.state import State, grow, new_state
 
 
 class UnparseableSentence(ValueError):

@@ -36,13 +36,13 @@ from typing import Optional
 
 import numpy as np
 
-from .core.compiled import CompiledGrammar
-from .core.grammatons import Variational
-from .core.state import (
+from .compiled import CompiledGrammar
+from .grammatons import Variational
+from .state import (
     CLOSED, FREE, HT_USED, N_COUNTERS, N_TRIE, NODE_FREE, NODE_HWM, OPEN, RULE, TAB_FREE, TAB_HWM, TABLE,
     TERM, State,
 )
-from .errors import Errors, ModelFileError
+from ..errors import Errors, ModelFileError
 
 __all__ = ["arrays_source", "check_state"]
 

@@ -20,10 +20,10 @@ from typing import Dict, List, NamedTuple, Sequence, Tuple
 import numba
 import numpy as np
 
-from .grammatons import Variational, new_variational
-from .rng import make_rng
-from .state import N_TRIE, TAB_HWM, State, new_state, rehash
-from .variational import distinct_trees, draw_records
+from ..core.grammatons import Variational, new_variational
+from ..core.rng import make_rng
+from ..core.state import N_TRIE, TAB_HWM, State, new_state, rehash
+from ..core.variational import distinct_trees, draw_records
 
 #: The state arrays a worker receives, per trie node, per table and per adaptor: what `estep` reads
 #: with the entries' weights given, but the trie's hash table, which the worker's `YieldTrie` keeps

@@ -18,19 +18,19 @@ import numba
 import numpy as np
 
 from ..settings import OnlineSettings
-from .chain import UnparseableSentence
-from .compiled import CompiledGrammar
-from .estep_shards import draw_trees, one_item_at_a_time
-from .grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
-from .rng import make_rng, shuffle, stream_seed, stream_seeds
-from .sampler import need_nodes
-from .state import State, grow, new_state
-from .variational import (
+from .mcmc_chain import UnparseableSentence
+from ..core.compiled import CompiledGrammar
+from .sharded_estep import draw_trees, one_item_at_a_time
+from ..core.grammatons import NEXT_RANK, Variational, entries_by_rank, fit_capacity, new_variational
+from ..core.rng import make_rng, shuffle, stream_seed, stream_seeds
+from ..core.sampler import need_nodes
+from ..core.state import State, grow, new_state
+from ..core.variational import (
     OK, UNPARSEABLE, absorb, absorb_distinct, batch_loglik, decay, grammaton_sizes, longest_entry, merge_duplicates,
     minibatches, prune, rank_by_counts, refresh_weights, rederive_apply, rederive_draws, rederive_layout,
     sentence_statistics_from_analyses,
 )
-from .vhyper import update_alpha, update_concentration, update_discount
+from ..core.vhyper import update_alpha, update_concentration, update_discount
 
 _MASK = (1 << 64) - 1
 #: Entries of one adaptor below which re-derivation draws on one thread.
