@@ -20,24 +20,7 @@ from spacy_ag import AdaptorGrammar
 from spacy_ag.annotation.shards import MANIFEST
 from spacy_ag.cli import app
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
-from conftest import UNIGRAM, assert_one_error_line
-
-ENGINE = """\
-[paths]
-train = null
-output = null
-
-[grammar]
-path = "unigram.lt"
-
-[corpus]
-path = ${paths.train}
-
-[training]
-iterations = 2
-sample_every = 1
-checkpoint_every = 2
-"""
+from conftest import UNIGRAM, assert_one_error_line, engine_config
 
 TOPICS = """\
 [paths]
@@ -144,8 +127,9 @@ def test_segment_directory_refuses_other_options_and_shards_without_a_record(mod
 def engine(tmp_path):
     utterances = generate_corpus(make_lexicon(6, alphabet="abcdefg", min_len=2, max_len=4, seed=1), 30, seed=2)
     write_raw(tmp_path / "raw.txt", utterances)
-    (tmp_path / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
-    (tmp_path / "e.cfg").write_text(ENGINE, encoding="utf8")
+    (tmp_path / "grammars").mkdir()
+    (tmp_path / "grammars" / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
+    (tmp_path / "e.cfg").write_text(engine_config(iterations=2, checkpoint_every=2), encoding="utf8")
     return tmp_path
 
 

@@ -22,25 +22,7 @@ from spacy_ag.cli import app
 from spacy_ag.errors import OutputWriteError, coded
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
 from spacy_ag.train.progress import TraceLog
-from conftest import UNIGRAM, assert_one_error_line
-
-ENGINE = """\
-[paths]
-train = null
-output = null
-
-[grammar]
-path = "unigram.lt"
-
-[corpus]
-path = ${paths.train}
-
-[training]
-iterations = 4
-sample_every = 1
-checkpoint_every = 2
-"""
-
+from conftest import UNIGRAM, assert_one_error_line, engine_config
 
 def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
@@ -77,8 +59,9 @@ def model_dir(tmp_path_factory):
 @pytest.fixture
 def engine(tmp_path):
     write_raw(tmp_path / "raw.txt", generate_corpus(make_lexicon(6, alphabet="abcdefg", seed=1), 30, seed=2))
-    (tmp_path / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
-    (tmp_path / "e.cfg").write_text(ENGINE, encoding="utf8")
+    (tmp_path / "grammars").mkdir()
+    (tmp_path / "grammars" / "unigram.lt").write_text(UNIGRAM, encoding="utf8")
+    (tmp_path / "e.cfg").write_text(engine_config(iterations=4, checkpoint_every=2), encoding="utf8")
     return tmp_path
 
 
