@@ -113,6 +113,11 @@ def check_run(path: Any, recorded: Any, run: Optional[Mapping[str, Any]]) -> Non
         return
     if not isinstance(recorded, dict):
         raise TrainingLayerError(Errors.E181.format(path=path))
-    key = next(k for k in sorted(set(recorded) | set(expected)) if recorded.get(k) != expected.get(k))
+    key = first_difference(recorded, expected)
     raise TrainingLayerError(Errors.E180.format(path=path, what=key, was=short_json(recorded.get(key)),
                                                 now=short_json(expected.get(key))))
+
+
+def first_difference(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> Optional[str]:
+    """The first ``section.key``, in sorted order, whose value differs between two recorded runs."""
+    return next((k for k in sorted(set(recorded) | set(expected)) if recorded.get(k) != expected.get(k)), None)

@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 
 from ..archive import atomic_writer, remove_leftovers, write_atomic_file
 from ..errors import Errors, TrainingLayerError
-from ..serialize import flat_settings, short_json
+from ..serialize import first_difference, flat_settings, short_json
 
 __all__ = ["CHECKPOINT_NAMES", "RUN_FILE", "check_resume", "cut_trace", "file_sha256", "record_run",
            "run_fingerprint", "start_run"]
@@ -56,7 +56,7 @@ def run_fingerprint(sections: Mapping[str, Mapping[str, Any]], files: Mapping[st
     out = flat_settings(sections, leave_out=NEUTRAL)
     for name, path in files.items():
         out[f"{name} (sha256)"] = file_sha256(path) if path is not None else None
-    return json.loads(json.dumps(out, sort_keys=True, default=str))
+    return out
 
 
 def record_run(checkpoints: Path, fingerprint: Mapping[str, Any]) -> None:
@@ -110,8 +110,7 @@ def check_resume(checkpoints: Path, fingerprint: Mapping[str, Any], patterns: It
         recorded = None  # checkpoints of a version that kept no record: the chains check corpus and grammar
     if not isinstance(recorded, dict):
         return
-    for key in sorted(set(recorded) | set(fingerprint)):
-        if recorded.get(key) != fingerprint.get(key):
-            raise TrainingLayerError(Errors.E035.format(path=checkpoints, what=key,
-                                                        was=short_json(recorded.get(key)),
-                                                        now=short_json(fingerprint.get(key))))
+    key = first_difference(recorded, fingerprint)
+    if key is not None:
+        raise TrainingLayerError(Errors.E035.format(path=checkpoints, what=key, was=short_json(recorded.get(key)),
+                                                    now=short_json(fingerprint.get(key))))
