@@ -11,7 +11,8 @@ This module imports nothing, so every floor of the package can use it.
 """
 from __future__ import annotations
 
-__all__ = ["AnnotationError", "ConfigError", "Errors", "ModelFileError", "OutputWriteError", "SpacyAgError", "TextError", "TrainingLayerError", "coded"]
+__all__ = ["AnnotationError", "ConfigError", "Errors", "ModelFileError", "OutputWriteError", "SpacyAgError", "TextError",
+           "TrainingLayerError", "coded", "split_code", "with_place"]
 
 
 class _WithCodes(type):
@@ -465,6 +466,21 @@ class Errors(metaclass=_WithCodes):
     E552 = 'the topic model is not trained: call fit() or partial_fit() first, or load()'
     E553 = 'Gibbs sampling starts from an untrained model; continue a trained one with partial_fit'
     E554 = "digamma needs a positive argument"
+
+
+def split_code(message: str) -> tuple[str, str]:
+    """(``"[E308] "`` or ``""``, the text after it) of a message from the table or written without one."""
+    if message.startswith("[") and "] " in message:
+        code, text = message.split("] ", 1)
+        return code + "] ", text
+    return "", message
+
+
+def with_place(place: str, message: str) -> str:
+    """`message` with `place` (a file and line, a setting's name) after its code: ``[E308] g.lt:2: ...``,
+    so that the code still opens the line."""
+    code, text = split_code(message)
+    return code + place + text
 
 
 def coded(code: str, message: str) -> str:

@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
-from .errors import ConfigError, Errors
+from .errors import ConfigError, Errors, split_code, with_place
 
 __all__ = [
     "AUTO_UNITS",
@@ -65,13 +65,9 @@ class SettingError(ConfigError):
     code = "E012"
 
     def __init__(self, where: str, message: str):
-        code = ""
-        if message.startswith("[E") and "] " in message:  # the code goes in front of the setting's name
-            code, message = message.split("] ", 1)
-            code += "] "
-        super().__init__(f"{code}{where} {message}")
+        super().__init__(with_place(f"{where} ", message))
         self.where = where
-        self.message = message
+        self.message = split_code(message)[1]  # what is wrong, for messages that name the place their own way
 
 
 def setting(default: Any = dataclasses.MISSING, help: str = "", *, low: Optional[float] = None,

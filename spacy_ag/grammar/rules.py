@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import Errors, SpacyAgError
+from ..errors import Errors, SpacyAgError, with_place
 
 #: The right-hand-side token that expands to every character of the corpus.
 CORPUS_CLASS = "[:corpus:]"
@@ -28,11 +28,7 @@ class GrammarError(SpacyAgError):
             where = f"{path}: "
             if line is not None:
                 where = f"{path}:{line}:{column}: " if column is not None else f"{path}:{line}: "
-        code = ""
-        if message.startswith("[E") and "] " in message:  # the code stays in front of the place
-            code, message = message.split("] ", 1)
-            code += "] "
-        super().__init__(code + where + message)
+        super().__init__(with_place(where, message))
         self.path = path
         self.line = line
         #: 1-based column (code points) for syntax errors inside a line, else None.
