@@ -67,7 +67,8 @@ def main() -> None:
 
     def one_pass(draw: bool) -> float:
         started = time.perf_counter()
-        parse_all(G, S, words, sent_ptr, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, stack, draw)
+        parse_all(G, S, words, sent_ptr, ws.rho, ws.chart, ws.scale, ws.ynode, ws.window, ws.tasks, ws.buf, stack,
+                  draw)
         return time.perf_counter() - started
 
     one_pass(True)  # load the kernels
@@ -82,13 +83,13 @@ def main() -> None:
 
 def _parse_all_kernel(inside, sample_tree, free_tree):
     """Every utterance parsed in one compiled call, so the timings hold no Python dispatch."""
-    def parse_all(G, S, words, sent_ptr, rho, chart, scale, ynode, tasks, buf, stack, draw):
+    def parse_all(G, S, words, sent_ptr, rho, chart, scale, ynode, window, tasks, buf, stack, draw):
         for d in range(sent_ptr.shape[0] - 1):
             ids = words[sent_ptr[d]:sent_ptr[d + 1]]
             n = ids.shape[0]
-            inside(G, S, ids, n, rho, chart, scale, ynode, G.start, -1, 1.0)
+            inside(G, S, ids, n, rho, chart, scale, ynode, window, G.start, -1, 1.0)
             if draw:
-                root, _ = sample_tree(G, S, ids, n, rho, chart, scale, ynode, G.start, -1, 1.0, S.rng,
+                root, _ = sample_tree(G, S, ids, n, rho, chart, scale, ynode, window, G.start, -1, 1.0, S.rng,
                                       tasks, buf)
                 free_tree(S, root, stack)  # the state is left as it was, but for its trie and rng
     return parse_all

@@ -61,6 +61,11 @@ INV_LN2 = 1.0 / LN2
 EMPTY = -(1 << 62)
 # 2**-d for the split factors of the inside pass; past the end the factor is 0
 POW2_NEG = np.ldexp(1.0, -np.arange(1100))
+# records of a tree drawn without touching the state (the parallel variational E-step)
+REC_TERM, REC_RULE, REC_CACHED, REC_NEW = 0, 1, 2, 3
+REC_WIDTH = 6  # kind, symbol, value (terminal, rule or table), number of children, start, end
+#: Largest chart kept whole; a text whose chart would be larger is filled and drawn in blocks.
+FULL_CHART_BYTES = 64 << 20
 
 
 @kernel(cache=True, inline="always")
@@ -90,14 +95,46 @@ def chart_width(G, n):
 
 
 @kernel(cache=True)
-def new_chart(G, n):
-    """(chart, scale, ynode) for texts of up to n terminals (see the module docstring).
-
-    Shapes: returns chart (n + 1, width + 2, n_sym) float64 of zeros, scale (n + 1, width + 2) float64 of -inf,
-    ynode (n + 1, width + 2) int32 of -1; width = chart_width(G, n)."""
+def chart_block(G, n):
+    """Rows per block of the chart of n terminals: all of them (a full chart) while it takes at most
+    FULL_CHART_BYTES, else about sqrt(n (width + 1)), which makes the window and the saved
+    boundaries about equally large (docs/algorithms.md 3.5)."""
     width = chart_width(G, n)
-    return (np.zeros((n + 1, width + 2, G.n_sym)), np.full((n + 1, width + 2), NEG_INF),
-            np.full((n + 1, width + 2), -1, np.int32))
+    if (n + 1) * (width + 2) * (G.n_sym + 2) * 8 <= FULL_CHART_BYTES:
+        return max(n, 1)
+    return max(width + 1, int(math.ceil(math.sqrt(n * (width + 1.0)))))
+
+
+@kernel(cache=True)
+def chart_rows(G, n, block):
+    """Rows of the chart arrays for texts of up to n terminals in blocks of `block` rows: the window
+    (a block and the width + 1 rows to its right), then width + 1 saved rows per block but the last."""
+    width = chart_width(G, n)
+    n_blocks = max(1, (n + block - 1) // block)
+    return min(n + 1, block + width + 1) + (n_blocks - 1) * (width + 1)
+
+
+@kernel(cache=True)
+def new_chart(G, n):
+    """(chart, scale, ynode, window) for texts of up to n terminals, in blocks of `chart_block` rows."""
+    return new_chart_blocked(G, n, chart_block(G, n))
+
+
+@kernel(cache=True)
+def new_chart_blocked(G, n, block):
+    """(chart, scale, ynode, window) for texts of up to n terminals in blocks of `block` rows (see the
+    module docstring); the block size changes the memory, never a result.
+
+    Shapes: returns chart (rows, width + 2, n_sym) float64 of zeros, scale (rows, width + 2) float64 of
+    -inf, ynode (window rows, width + 2) int32 of -1 and window (3,) int64; rows = chart_rows(G, n, block),
+    window rows = min(n + 1, block + width + 1); width = chart_width(G, n)."""
+    width = chart_width(G, n)
+    block = max(1, min(block, max(n, 1)))
+    rows = chart_rows(G, n, block)
+    window_rows = min(n + 1, block + width + 1)
+    window = np.array([0, block, window_rows], np.int64)
+    return (np.zeros((rows, width + 2, G.n_sym)), np.full((rows, width + 2), NEG_INF),
+            np.full((window_rows, width + 2), -1, np.int32), window)
 
 
 @kernel(cache=True)
@@ -111,9 +148,33 @@ def new_viterbi_chart(G, n):
 
 @kernel(cache=True)
 def trie_need(G, n):
-    """Most trie nodes one text of n terminals can add: one per span the band holds."""
+    """Most trie nodes one tree over n terminals can add: a new table adds at most one per terminal
+    of its yield, and one terminal lies under at most G.adaptor_depth tables; nor more than one
+    per span the band holds."""
     w = chart_width(G, n)
-    return n * w - w * (w - 1) // 2 + 1
+    return min(n * w - w * (w - 1) // 2, n * G.adaptor_depth) + 1
+
+
+@kernel(cache=True)
+def tables_need(G, n):
+    """Most tables one tree over n terminals can open: one per adapted node, and one terminal lies
+    under at most G.adaptor_depth of them."""
+    return n * G.adaptor_depth + 1
+
+
+@kernel(cache=True)
+def records_trie_need(G, n, rec, r0, r1):
+    """Most trie nodes that building the trees of records rec[r0:r1] over n terminals can add: one
+    per terminal under each REC_NEW record (the only ones whose yields may be new), nor more than
+    one per span the band holds.
+
+    Shapes: rec (records, REC_WIDTH) int32, tree records (module docstring)."""
+    total = 0
+    for r in range(r0, r1):
+        if rec[r, 0] == REC_NEW:
+            total += rec[r, 5] - rec[r, 4]
+    w = chart_width(G, n)
+    return min(n * w - w * (w - 1) // 2, total) + 1
 
 
 @kernel(cache=True, inline="always")
@@ -169,15 +230,21 @@ def span_yields(S, words, n, n_term, ynode):
 
     Shapes: words (at least n,) int32 terminal ids, -1 for one the grammar does not know;
     ynode (n_max + 1, width + 2) int32."""
-    width = ynode.shape[1] - 2
     for i in range(n):
-        node = 0
-        for j in range(i + 1, min(n, i + width) + 1):
-            if node >= 0:
-                t = words[j - 1]
-                node = trie_child(S, node, t, n_term) if t >= 0 else -1
-            ynode[i, j - i] = node
-        ynode[i, width + 1] = -1
+        _row_yields(S, words, n, n_term, ynode, i, i)
+
+
+@kernel(cache=True, inline="always")
+def _row_yields(S, words, n, n_term, ynode, i, row):
+    """ynode[row, d] = trie node of words[i:i+d] for the spans from i (see `span_yields`)."""
+    width = ynode.shape[1] - 2
+    node = 0
+    for j in range(i + 1, min(n, i + width) + 1):
+        if node >= 0:
+            t = words[j - 1]
+            node = trie_child(S, node, t, n_term) if t >= 0 else -1
+        ynode[row, j - i] = node
+    ynode[row, width + 1] = -1
 
 
 @kernel(cache=True, inline="always")
@@ -195,22 +262,83 @@ def log_cache_weight(S, k, inv_temp, tab_lw):
 
 
 @kernel(cache=True, inline="always")
-def inside(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp):
+def inside(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp):
     """Fill the chart for words[:n]; return log Z (-inf if unparseable).
 
-    Shapes: words (at least n,) int32; rho (R,) float64 rule weights; chart, scale, ynode as in the module
-    docstring, for texts of at least n terminals. start: the symbol to parse as; skip_ad: an adaptor whose tables
-    are left out (-1: none); inv_temp: the inverse temperature of the tables' weights."""
-    return inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
+    Shapes: words (at least n,) int32; rho (R,) float64 rule weights; chart, scale, ynode, window as in the
+    module docstring, for texts of at least n terminals. start: the symbol to parse as; skip_ad: an adaptor
+    whose tables are left out (-1: none); inv_temp: the inverse temperature of the tables' weights."""
+    return inside_weighted(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp,
                            np.empty(0))
 
 
 @kernel(cache=True)
-def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw):
+def inside_weighted(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp, tab_lw):
     """`inside` with the cache weights given: tab_lw[k] is the log weight of table k
     (the variational engine's E log pi); an empty tab_lw means the MCMC weights.
 
+    Blocks are filled from the last to the first; before each, the width + 1 rows right of it move
+    from the window's top to its bottom and are saved for `_window_at` (none with one block).
+    The window ends on block 0, where a draw starts.
+
     Shapes: as `inside`; tab_lw (T,) float64, or (0,)."""
+    width = chart.shape[1] - 2
+    block = window[1]
+    n_blocks = max(1, (n + block - 1) // block)
+    for blk in range(n_blocks - 1, -1, -1):
+        lo = blk * block
+        if blk < n_blocks - 1:
+            _keep_boundary(chart, scale, window, block, width, blk, n - (lo + block))
+        window[0] = lo
+        _fill_rows(G, S, words, n, rho, chart, scale, ynode, lo, lo, min(n, lo + block), skip_ad, inv_temp, tab_lw)
+    top = column(0, n, width)
+    v = chart[0, top, start]
+    if v <= 0.0:
+        return NEG_INF
+    return math.log(v) + scale[0, top]
+
+
+@kernel(cache=True)
+def _keep_boundary(chart, scale, window, block, width, blk, n_right):
+    """Before block blk is filled: move the first rows of the block right of it (at the window's
+    top) below the block's rows, and save them in slot blk of the saved rows.
+
+    n_right: the rows from the block's end to the end of the text."""
+    keep = min(width + 1, n_right)
+    saved = window[2] + blk * (width + 1)
+    for r in range(keep - 1, -1, -1):  # downwards: the two ranges overlap when block < width + 1
+        chart[block + r] = chart[r]
+        scale[block + r] = scale[r]
+        chart[saved + r] = chart[r]
+        scale[saved + r] = scale[r]
+
+
+@kernel(cache=True)
+def _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, inv_temp, tab_lw):
+    """Make the window hold rows i .. i + width (what a draw of an item starting at i reads):
+    refill the block of row i from the rows saved right of it. The refilled cells equal the inside
+    pass's, since a draw changes no count the pass read (trie nodes it adds have no table yet)."""
+    block = window[1]
+    if window[0] <= i < window[0] + block:
+        return
+    width = chart.shape[1] - 2
+    blk = i // block
+    lo = blk * block
+    keep = min(width + 1, n - (lo + block))
+    saved = window[2] + blk * (width + 1)
+    for r in range(keep):
+        chart[block + r] = chart[saved + r]
+        scale[block + r] = scale[saved + r]
+    window[0] = lo
+    _fill_rows(G, S, words, n, rho, chart, scale, ynode, lo, lo, min(n, lo + block), skip_ad, inv_temp, tab_lw)
+
+
+@kernel(cache=True)
+def _fill_rows(G, S, words, n, rho, chart, scale, ynode, base, lo, hi, skip_ad, inv_temp, tab_lw):
+    """Fill the cells of rows hi - 1 down to lo, each row's spans shortest first (what a cell reads,
+    its row's shorter spans and the rows right of it, is then done). Row i is stored at i - base.
+
+    Shapes: as `inside_weighted`; rows lo - base .. min(n, hi + width) - base of the window."""
     n_sym = G.n_sym
     n_bin = G.bin_parent.shape[0]
     n_ad = G.adaptor_nt.shape[0]
@@ -219,15 +347,17 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
     cache = np.zeros(n_ad)
     n_tables = np.zeros(n_ad, np.int64)
     given = tab_lw.shape[0] > 0
-    k_split = np.empty(n + 1, np.int64)
-    span_yields(S, words, n, G.n_term, ynode)
-    for length in range(1, n + 1):
-        # past the band only the suffix (n - length, n) is stored
-        for i in range(0 if length <= width else n - length, n - length + 1):
-            j = i + length
-            c = column(i, j, width)
+    k_split = np.empty(width + 2, np.int64)
+    for i in range(hi - 1, lo - 1, -1):
+        ri = i - base
+        _row_yields(S, words, n, G.n_term, ynode, i, ri)
+        last = n - i if n - i <= width else width + 1
+        for d in range(1, last + 1):
+            j = i + d if d <= width else n
+            length = j - i
+            c = d
             at_end = j == n
-            cell = chart[i, c]
+            cell = chart[ri, c]
             for x in range(n_sym):
                 cell[x] = 0.0
             # the cell holds its values divided by 2**kc; EMPTY: nothing derives this span
@@ -241,22 +371,22 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                     kc = 0
             else:
                 if at_end:
-                    lo, hi = split_bounds(i, j, n, width, G.left_span, NO_SPAN_LIMIT)
+                    lo_s, hi_s = split_bounds(i, j, n, width, G.left_span, NO_SPAN_LIMIT)
                 else:
-                    lo, hi = split_bounds(i, j, n, width, G.inner_left_span, G.inner_right_span)
-                for s in range(lo, hi + 1):
-                    k = _exponent_sum(scale[i, s - i], scale[s, column(s, j, width)])
-                    k_split[s] = k
+                    lo_s, hi_s = split_bounds(i, j, n, width, G.inner_left_span, G.inner_right_span)
+                for s in range(lo_s, hi_s + 1):
+                    k = _exponent_sum(scale[ri, s - i], scale[s - base, column(s, j, width)])
+                    k_split[s - i] = k
                     if k > kc:
                         kc = k
                 if kc > EMPTY:
-                    for s in range(lo, hi + 1):
-                        d = kc - k_split[s]
-                        if d >= POW2_NEG.shape[0]:
+                    for s in range(lo_s, hi_s + 1):
+                        dk = kc - k_split[s - i]
+                        if dk >= POW2_NEG.shape[0]:
                             continue
-                        fct = POW2_NEG[d]
-                        left = chart[i, s - i]
-                        right = chart[s, column(s, j, width)]
+                        fct = POW2_NEG[dk]
+                        left = chart[ri, s - i]
+                        right = chart[s - base, column(s, j, width)]
                         for q in range(n_bin):
                             lv = left[G.bin_left[q]]
                             if lv == 0.0:
@@ -268,7 +398,7 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                             w = 1.0 if r < 0 else rho[r]
                             cell[G.bin_parent[q]] += w * lv * rv * fct
             # cached subtrees of this span
-            y = ynode[i, c]
+            y = ynode[ri, c]
             if y >= 0 and S.trie_head[y] >= 0:
                 cache[:] = 0.0
                 k = S.trie_head[y]
@@ -324,32 +454,28 @@ def inside_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, in
                 f = math.ldexp(1.0, -e)
                 for x in range(n_sym):
                     cell[x] *= f
-                scale[i, c] = (kc + e) * LN2
+                scale[ri, c] = (kc + e) * LN2
             else:
                 for x in range(n_sym):
                     cell[x] = 0.0
-                scale[i, c] = NEG_INF
-    top = column(0, n, width)
-    v = chart[0, top, start]
-    if v <= 0.0:
-        return NEG_INF
-    return math.log(v) + scale[0, top]
+                scale[ri, c] = NEG_INF
 
 
 @kernel(cache=True, inline="always")
-def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp, tab_lw, rng):
+def _choose(G, S, words, n, rho, chart, scale, ynode, base, X, i, j, cache_on, inv_temp, tab_lw, rng):
     """Draw how item (X, i, j) is built: (choice, index, split) with choice 0 = table
     `index`, 1 = unary chart rule, 2 = lexical chart rule, 3 = binary chart rule split at `split`.
 
-    Shapes: as `inside_weighted`; rng (4,) uint64, the random stream."""
+    Shapes: as `inside_weighted`; rng (4,) uint64, the random stream. Row i is stored at i - base."""
     width = chart.shape[1] - 2
     c = column(i, j, width)
-    sc = scale[i, c]
-    u = uniform(rng) * chart[i, c, X]
+    ri = i - base
+    sc = scale[ri, c]
+    u = uniform(rng) * chart[ri, c, X]
     ad = G.sym_adaptor[X]
     last_choice, last_q, last_s = -1, -1, -1
     if cache_on:
-        y = ynode[i, c]
+        y = ynode[ri, c]
         if y >= 0:
             # untempered MCMC weights without a log and exp per table, unless exp(-sc) overflows
             fast = tab_lw.shape[0] == 0 and inv_temp == 1.0 and sc > -700.0
@@ -372,7 +498,7 @@ def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_tem
                 k = S.tab_next[k]
     for p in range(G.un_ptr[X], G.un_ptr[X + 1]):
         q = G.un_by_parent[p]
-        w = rho[G.un_rule[q]] * chart[i, c, G.un_child[q]]
+        w = rho[G.un_rule[q]] * chart[ri, c, G.un_child[q]]
         if w > 0.0:
             last_choice, last_q = 1, q
             u -= w
@@ -399,11 +525,11 @@ def _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_tem
         lo, hi = split_bounds(i, j, n, width, G.sym_span[L], G.sym_span[R])
         for s in range(lo, hi + 1):
             cr = column(s, j, width)
-            lv = chart[i, s - i, L]
-            rv = chart[s, cr, R]
+            lv = chart[ri, s - i, L]
+            rv = chart[s - base, cr, R]
             if lv == 0.0 or rv == 0.0:
                 continue
-            w = rw * lv * rv * _pow2(_exponent_sum(scale[i, s - i], scale[s, cr]) - kc)
+            w = rw * lv * rv * _pow2(_exponent_sum(scale[ri, s - i], scale[s - base, cr]) - kc)
             last_choice, last_q, last_s = 3, q, s
             u -= w
             if u <= 0.0:
@@ -424,7 +550,7 @@ def _chosen_rule(G, choice, q):
 
 
 @kernel(cache=True, inline="always")
-def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
+def _child_spans(G, words, chart, scale, base, i, j, choice, q, s, buf, rng):
     """Children of a chosen chart rule as buf[:nb] = (symbol, start, end), rightmost first.
 
     Intermediate symbols of binarization are expanded here (their splits drawn
@@ -432,7 +558,7 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
     (symbol -1 - t) come out.
 
     Shapes: words (at least j,) int32; chart, scale as in the module docstring; buf (at least j - i + 3, 3) int32
-    or int64; rng (4,) uint64."""
+    or int64; rng (4,) uint64. Row i is stored at i - base."""
     if choice == 1:
         buf[0, 0] = G.un_child[q]
         buf[0, 1] = i
@@ -454,18 +580,19 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
         q2 = G.sym_bin[cur]
         L2 = G.bin_left[q2]
         R2 = G.bin_right[q2]
-        u2 = uniform(rng) * chart[i, end - i, cur]
-        k_end = _exponent_sum(scale[i, end - i], 0.0)
+        ri = i - base
+        u2 = uniform(rng) * chart[ri, end - i, cur]
+        k_end = _exponent_sum(scale[ri, end - i], 0.0)
         s2 = -1
         last2 = -1
         lo = max(i + 1, end - G.sym_span[R2])
         for s3 in range(lo, min(end - 1, i + G.sym_span[L2]) + 1):
-            lv = chart[i, s3 - i, L2]
-            rv = chart[s3, end - s3, R2]
+            lv = chart[ri, s3 - i, L2]
+            rv = chart[s3 - base, end - s3, R2]
             if lv == 0.0 or rv == 0.0:
                 continue
             last2 = s3
-            u2 -= lv * rv * _pow2(_exponent_sum(scale[i, s3 - i], scale[s3, end - s3]) - k_end)
+            u2 -= lv * rv * _pow2(_exponent_sum(scale[ri, s3 - i], scale[s3 - base, end - s3]) - k_end)
             if u2 <= 0.0:
                 s2 = s3
                 break
@@ -484,7 +611,7 @@ def _child_spans(G, words, chart, scale, i, j, choice, q, s, buf, rng):
 
 
 @kernel(cache=True, inline="always")
-def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, rng, tasks, buf):
+def sample_tree(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp, rng, tasks, buf):
     """Draw one analysis from the chart; return (root node, log r of the draw).
 
     Adapted nodes expanded from the base become TABLE nodes with table -1
@@ -492,14 +619,17 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_te
 
     Shapes: as `inside`; rng (4,) uint64; tasks (at least need_nodes(n, max_unary) + 8, 4) int32, the stack
     of (pool node, symbol, start, end) to expand; buf (at least n + 3, 3) int32 (`Workspace`)."""
-    return sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp,
+    return sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp,
                                 np.empty(0), rng, tasks, buf)
 
 
 @kernel(cache=True)
-def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, inv_temp, tab_lw,
+def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp, tab_lw,
                          rng, tasks, buf):
     """`sample_tree` with given cache weights (see `inside_weighted`).
+
+    Items are drawn in preorder, leftmost child first, so their starts never decrease and the
+    window moves right only (`_window_at`).
 
     Shapes: as `sample_tree`; tab_lw (T,) float64, or (0,)."""
     n_term = G.n_term
@@ -518,31 +648,33 @@ def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_a
         j = tasks[n_tasks, 3]
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, inv_temp,
+        _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, inv_temp, tab_lw)
+        base = window[0]
+        choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, base, X, i, j, cache_on, inv_temp,
                                    tab_lw, rng)
         if choice == 0:
             S.node_kind[x] = TABLE
             S.node_table[x] = c_q
-            S.node_aux[x] = ynode[i, j - i]  # a cached span is bounded, so in the band
+            S.node_aux[x] = ynode[i - base, j - i]  # a cached span is bounded, so in the band
             logr += log_cache_weight(S, c_q, inv_temp, tab_lw)
             continue
         r = _chosen_rule(G, choice, c_q)
         logr += math.log(rho[r])
         owner = x
         if cache_on:  # a new table: x is its TABLE node, the label hangs below it
-            y = ynode[i, j - i]
+            y = ynode[i - base, j - i]
             if y < 0:
                 y = 0
                 for p in range(i, j):
                     y = trie_insert(S, y, words[p], n_term)
-                    ynode[i, p + 1 - i] = y
+                    ynode[i - base, p + 1 - i] = y
             S.node_kind[x] = TABLE
             S.node_aux[x] = y
             owner = alloc_node(S, RULE, X, r)
             S.node_child[x] = owner
         else:
             S.node_rule[x] = r
-        nb = _child_spans(G, words, chart, scale, i, j, choice, c_q, c_s, buf, rng)
+        nb = _child_spans(G, words, chart, scale, base, i, j, choice, c_q, c_s, buf, rng)
         # children, left to right, collected right to left into buf
         prev = -1
         for b in range(nb - 1, -1, -1):
@@ -566,13 +698,9 @@ def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, start, skip_a
     return root, logr
 
 
-# records of a tree drawn without touching the state (the parallel variational E-step)
-REC_TERM, REC_RULE, REC_CACHED, REC_NEW = 0, 1, 2, 3
-REC_WIDTH = 6  # kind, symbol, value (terminal, rule or table), number of children, start, end
-
 
 @kernel(cache=True)
-def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab_lw, rng, tasks, buf,
+def sample_records(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, tab_lw, rng, tasks, buf,
                    rec, r0, r_end):
     """Draw one tree as preorder records rec[r0:]; return (records written, log weight).
 
@@ -608,7 +736,9 @@ def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab
             continue
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, X, i, j, cache_on, 1.0,
+        _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, 1.0, tab_lw)
+        base = window[0]
+        choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, base, X, i, j, cache_on, 1.0,
                                    tab_lw, rng)
         rec[r, 1] = X
         rec[r, 4] = i
@@ -630,7 +760,7 @@ def sample_records(G, S, words, n, rho, chart, scale, ynode, start, skip_ad, tab
             rec[r, 1] = X
             rec[r, 4] = i
             rec[r, 5] = j
-        nb = _child_spans(G, words, chart, scale, i, j, choice, c_q, c_s, buf, rng)
+        nb = _child_spans(G, words, chart, scale, base, i, j, choice, c_q, c_s, buf, rng)
         rec[r, 0] = REC_RULE
         rec[r, 2] = rule
         rec[r, 3] = nb

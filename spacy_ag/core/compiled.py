@@ -45,6 +45,9 @@ Python ints (int64 in the kernels).
     adaptor_nt        (A,)           int32    nonterminal id of each adaptor
     adaptor_order     (A,)           int32    adaptor indices top-down (general to specific): a before b when b can
                                               occur below a
+    adaptor_depth     scalar         int      most adapted nodes on one path from the root to a terminal (0
+                                              without adaptors): a tree's new tables add at most this many trie
+                                              nodes per terminal
     lex_ptr           (n_term + 1,)  int32    the lexical chart rules of terminal t are lex_ptr[t]:lex_ptr[t+1]
     lex_parent        (L,)           int32    parent symbol: a user nonterminal, or a pseudo symbol
     lex_rule          (L,)           int32    rule id; -1 for a pseudo symbol's rule (weight 1)
@@ -109,6 +112,7 @@ GrammarArrays = namedtuple(
         "pseudo_term",  # terminal of a pseudo symbol, else -1
         "adaptor_nt",
         "adaptor_order",  # adaptor indices top-down (general to specific)
+        "adaptor_depth",  # most adapted nodes on one root-to-terminal path
         # chart rules
         "lex_ptr",
         "lex_parent",
@@ -276,6 +280,7 @@ class CompiledGrammar:
             pseudo_term=np.array(pseudo_term, dtype=np.int32),
             adaptor_nt=adaptor_nt,
             adaptor_order=self._adaptor_order(g, adaptor_nt),
+            adaptor_depth=self._adaptor_depth(g),
             lex_ptr=lex_ptr,
             lex_parent=col(lex, 1),
             lex_rule=col(lex, 2),
@@ -321,6 +326,55 @@ class CompiledGrammar:
             visit(x)
         ordered = sorted(unary, key=lambda u: (depth[u[0]], u[2]))
         return ordered, max(depth.values(), default=0)
+
+    @staticmethod
+    def _adaptor_depth(g: Grammar) -> int:
+        """Most adapted nodes on one path from the start symbol down.
+
+        The symbols' strongly connected components (Tarjan, iteratively) form a DAG; an adapted
+        symbol is a component of its own, since it never reaches itself (E373), so the answer is
+        the DAG's longest path counting adapted components. Linear in the grammar's size."""
+        nonterminals = set(g.nonterminals)
+        below: Dict[str, List[str]] = {}
+        for rule in g.rules:
+            below.setdefault(rule.parent, []).extend(c for c in rule.children if c in nonterminals)
+        index: Dict[str, int] = {}
+        low: Dict[str, int] = {}
+        comp: Dict[str, int] = {}
+        comp_depth: List[int] = []
+        stack: List[str] = []
+        work = [(g.start, 0)]
+        while work:
+            x, k = work.pop()
+            if k == 0:
+                index[x] = low[x] = len(index)
+                stack.append(x)
+            children = below.get(x, [])
+            while k < len(children) and children[k] in index:
+                c = children[k]
+                if c not in comp:
+                    low[x] = min(low[x], index[c])
+                k += 1
+            if k < len(children):
+                work.append((x, k + 1))
+                work.append((children[k], 0))
+                continue
+            for c in children:
+                if c not in comp:
+                    low[x] = min(low[x], low[c])
+            if low[x] == index[x]:
+                members = []
+                while True:
+                    y = stack.pop()
+                    comp[y] = len(comp_depth)
+                    members.append(y)
+                    if y == x:
+                        break
+                # every component below this one is finished: components finish in reverse topological order
+                deeper = max((comp_depth[comp[c]] for y in members for c in below.get(y, ()) if comp[c] != comp[x]),
+                             default=0)
+                comp_depth.append(deeper + sum(1 for y in members if g.is_adapted(y)))
+        return comp_depth[comp[g.start]]
 
     def _adaptor_order(self, g: Grammar, adaptor_nt) -> np.ndarray:
         """Adapted nonterminals top-down: A before B whenever B can occur below A."""

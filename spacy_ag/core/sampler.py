@@ -12,7 +12,7 @@ from ..kernel_environment import kernel
 
 from .analyses import SAME_ANALYSIS, add, equal_trees, fill_rho, free_tree, log_r, remove
 from .borrowed import borrowed
-from .chart import inside, new_chart, sample_tree, trie_need
+from .chart import inside, new_chart, sample_tree, tables_need, trie_need
 from .rng import shuffle, uniform_pos
 from .state import N_TRIE, OPEN, TAB_HWM, room_ok, yield_terms
 
@@ -55,7 +55,7 @@ class Workspace:
         m = max_len + 1
         self.max_len = max_len
         self.rho = np.zeros(G.rule_parent.shape[0])
-        self.chart, self.scale, self.ynode = new_chart(G, max_len)
+        self.chart, self.scale, self.ynode, self.window = new_chart(G, max_len)
         self.tasks = np.zeros((int(need_nodes(max_len, compiled.max_unary_chain)) + 8, 4), np.int32)
         self.buf = np.zeros((m + 2, 3), np.int32)
         self.terms = np.zeros(m, np.int32)
@@ -88,7 +88,7 @@ def _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh,
 
 
 @kernel(cache=True, inline="always")
-def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, tasks, buf,
+def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, window, tasks, buf,
              stack, marked, stats):
     """Resample sentence d (3.9): take its analysis out, draw a proposal from G' of the rest, keep one of the two
     (`_decide`) and count the outcome in stats. False, with the old analysis back, if the sentence has no parse.
@@ -99,11 +99,11 @@ def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, 
     lp_old = remove(G, S, old, collapsed, stack)
     fill_rho(G, S, rho, collapsed, -1, inv_temp)
     lr_old = log_r(G, S, old, rho, inv_temp, stack)
-    logz = inside(G, S, words, n, rho, chart, scale, ynode, G.start, -1, inv_temp)
+    logz = inside(G, S, words, n, rho, chart, scale, ynode, window, G.start, -1, inv_temp)
     if logz == -np.inf:
         add(G, S, old, collapsed, stack)
         return False
-    new, lr_new = sample_tree(G, S, words, n, rho, chart, scale, ynode, G.start, -1, inv_temp,
+    new, lr_new = sample_tree(G, S, words, n, rho, chart, scale, ynode, window, G.start, -1, inv_temp,
                               S.rng, tasks, buf)
     outcome = _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, use_mh, stack,
                       marked)
@@ -115,23 +115,23 @@ def _mh_step(G, S, words, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, 
 
 @kernel(cache=True)
 def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_unary, rho, chart,
-          scale, ynode, tasks, buf, stats):
+          scale, ynode, window, tasks, buf, stats):
     """Resample the sentences order[pos:]; return the next position, or -(d+1) if d fails.
 
     Shapes: words (n_terminals,) int32, the corpus's terminal ids; sent_ptr (n_sentences + 1,) int64, sentence d
     is words[sent_ptr[d]:sent_ptr[d+1]]; order (n_sentences,) int64, the sentences in the order of the sweep;
-    rho, chart, scale, ynode, tasks, buf: the `Workspace`; stats (N_STATS,) int64 counts, added to."""
-    G, S, words, rho, chart, scale, ynode, tasks, buf = borrowed(
-        (G, S, words, rho, chart, scale, ynode, tasks, buf))
+    rho, chart, scale, ynode, window, tasks, buf: the `Workspace`; stats (N_STATS,) int64 counts, added to."""
+    G, S, words, rho, chart, scale, ynode, window, tasks, buf = borrowed(
+        (G, S, words, rho, chart, scale, ynode, window, tasks, buf))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
+        if not room_ok(S, need_nodes(n, max_unary), tables_need(G, n), trie_need(G, n)):
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
-        if not _mh_step(G, S, w, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode,
+        if not _mh_step(G, S, w, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, window,
                         tasks, buf, stack, marked, stats):
             return -(d + 1)
         pos += 1
@@ -140,31 +140,31 @@ def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_un
 
 @kernel(cache=True)
 def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_unary, rho, chart,
-               scale, ynode, tasks, buf):
+               scale, ynode, window, tasks, buf):
     """Sample a first analysis for order[pos:] (3.11).
 
     Batch: every sentence is drawn from the base PCFG of the empty state and
     nothing is added (call `add_all` afterwards). Incremental: each sentence
     is drawn from G' of the state so far and added at once.
 
-    Shapes: words, sent_ptr, order as in `sweep`; rho, chart, scale, ynode, tasks, buf: the `Workspace`."""
-    G, S, words, rho, chart, scale, ynode, tasks, buf = borrowed(
-        (G, S, words, rho, chart, scale, ynode, tasks, buf))
+    Shapes: words, sent_ptr, order as in `sweep`; rho, chart, scale, ynode, window, tasks, buf: the `Workspace`."""
+    G, S, words, rho, chart, scale, ynode, window, tasks, buf = borrowed(
+        (G, S, words, rho, chart, scale, ynode, window, tasks, buf))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     if not incremental:
         fill_rho(G, S, rho, collapsed, -1, 1.0)
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
+        if not room_ok(S, need_nodes(n, max_unary), tables_need(G, n), trie_need(G, n)):
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         if incremental:
             fill_rho(G, S, rho, collapsed, -1, 1.0)
-        logz = inside(G, S, w, n, rho, chart, scale, ynode, G.start, -1, 1.0)
+        logz = inside(G, S, w, n, rho, chart, scale, ynode, window, G.start, -1, 1.0)
         if logz == -np.inf:
             return -(d + 1)
-        root, _ = sample_tree(G, S, w, n, rho, chart, scale, ynode, G.start, -1, 1.0, S.rng, tasks, buf)
+        root, _ = sample_tree(G, S, w, n, rho, chart, scale, ynode, window, G.start, -1, 1.0, S.rng, tasks, buf)
         S.sent_root[d] = root
         if incremental:
             add(G, S, root, collapsed, stack)
@@ -182,7 +182,7 @@ def add_all(G, S, order, pos, collapsed, max_unary, sent_ptr):
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, 0, need_nodes(n, max_unary), 0):
+        if not room_ok(S, 0, tables_need(G, n), 0):
             return pos
         add(G, S, S.sent_root[d], collapsed, stack)
         pos += 1
@@ -246,15 +246,15 @@ def tables_in_yield_order(S, n_term):
 
 
 @kernel(cache=True)
-def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode,
+def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, chart, scale, ynode, window,
                     tasks, buf, terms, stats, equality):
     """Table-label resampling (3.12) for tables[pos:], a new label equal to the old one (`equal_trees`
     in the mode `equality`) keeping the old; return the next position.
 
     Shapes: tables (m,) int32 table ids (`open_tables`, `tables_in_yield_order`); rho, chart, scale, ynode,
     tasks, buf, terms: the `Workspace`; stats (N_STATS,) int64 counts, added to."""
-    G, S, rho, chart, scale, ynode, tasks, buf, terms = borrowed(
-        (G, S, rho, chart, scale, ynode, tasks, buf, terms))
+    G, S, rho, chart, scale, ynode, window, tasks, buf, terms = borrowed(
+        (G, S, rho, chart, scale, ynode, window, tasks, buf, terms))
     stack = np.empty(2 * S.node_kind.shape[0] + 16, np.int32)
     marked = np.empty(S.tab_count.shape[0] + 1, np.int32)
     while pos < tables.shape[0]:
@@ -263,7 +263,7 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
             pos += 1
             continue
         n = yield_terms(S, S.tab_yield[k], terms)
-        if not room_ok(S, need_nodes(n, max_unary), need_nodes(n, max_unary), trie_need(G, n)):
+        if not room_ok(S, need_nodes(n, max_unary), tables_need(G, n), trie_need(G, n)):
             return pos
         ad = S.tab_adaptor[k]
         A = G.adaptor_nt[ad]
@@ -271,8 +271,8 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
         lp_old = remove(G, S, old, collapsed, stack)
         fill_rho(G, S, rho, collapsed, ad, inv_temp)
         lr_old = log_r(G, S, old, rho, inv_temp, stack)
-        inside(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp)
-        new, lr_new = sample_tree(G, S, terms, n, rho, chart, scale, ynode, A, ad, inv_temp, S.rng,
+        inside(G, S, terms, n, rho, chart, scale, ynode, window, A, ad, inv_temp)
+        new, lr_new = sample_tree(G, S, terms, n, rho, chart, scale, ynode, window, A, ad, inv_temp, S.rng,
                                   tasks, buf)
         outcome = _decide(G, S, new, old, lp_old, lr_old, lr_new, collapsed, inv_temp, True, stack,
                           marked, equality)

@@ -19,7 +19,9 @@ from ..kernel_environment import kernel
 
 from .analyses import free_tree
 from .borrowed import borrowed
-from .chart import REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, sample_records, trie_need
+from .chart import (
+    REC_CACHED, REC_NEW, REC_RULE, REC_TERM, inside_weighted, new_chart, records_trie_need, sample_records, trie_need,
+)
 from .expectations import expected_log_theta, stick_terms
 from .grammatons import (
     NEXT_RANK, adopt_subtree, count_label, count_productions, entries_by_rank, entries_of_all_adaptors,
@@ -46,8 +48,8 @@ def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_le
     w = words[sent_ptr[d]:sent_ptr[d + 1]]
     n = w.shape[0]
     m = n + 1
-    chart, scale, ynode = new_chart(G, n)
-    logz = inside_weighted(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, 1.0, V.lw)
+    chart, scale, ynode, window = new_chart(G, n)
+    logz = inside_weighted(G, S, w, n, V.rho, chart, scale, ynode, window, G.start, -1, 1.0, V.lw)
     if logz == NEG_INF:
         status[b] = UNPARSEABLE
         return
@@ -57,7 +59,7 @@ def estep_sentence(G, S, V, words, sent_ptr, batch, seeds, rec, rec_ptr, samp_le
     tasks = np.empty((r_end - r0 + 8, 3), np.int64)
     buf = np.empty((m + 2, 3), np.int64)
     for s in range(n_samples):
-        count, lr = sample_records(G, S, w, n, V.rho, chart, scale, ynode, G.start, -1, V.lw, rng,
+        count, lr = sample_records(G, S, w, n, V.rho, chart, scale, ynode, window, G.start, -1, V.lw, rng,
                                    tasks, buf, rec, r0, r_end)
         if count < 0:
             status[b] = OVERFLOW
@@ -125,7 +127,7 @@ def minibatch(G, S, V, words, sent_ptr, batch, stream_key, samples, record_facto
     decays and refreshes.
 
     Shapes: words, sent_ptr, batch as in `estep`; stream_key uint64; stack int32, room for a tree's walk; built
-    int32, room for a tree's records; need (3,) int64; ordered (open entries,) int64 and ptr (A + 1,) int64."""
+    int32, room for a tree's records; need (4,) int64; ordered (open entries,) int64 and ptr (A + 1,) int64."""
     seeds = stream_seeds(stream_key, batch.shape[0])
     rec, rec_ptr, samp_len, scores, status, record_factor = draw_records(
         G, S, V, words, sent_ptr, batch, seeds, samples, record_factor)
@@ -277,10 +279,11 @@ def _same_records(rec, a, b, length):
 @kernel(cache=True)
 def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weight, pos, stack, built, need):
     """Count the sampled trees of batch[pos:]; return how far it got. Stopping early means the
-    pools need growing: `need` then holds the (nodes, tables, trie nodes) the next sentence asks.
+    pools need growing: `need` then holds the (nodes, tables, trie nodes) the next tree asks and,
+    in need[3], which of sentence batch[pos]'s trees comes next; pass the same `need` again.
 
     Shapes: words, sent_ptr, batch, rec, rec_ptr, samp_len, status as in `estep`; stack, built int32 as in
-    `minibatch`; need (3,) int64."""
+    `minibatch`; need (4,) int64, need[3] 0 at the start of a batch."""
     G, S, V = borrowed((G, S, V))
     copies = np.empty(samp_len.shape[1], np.int64)
     while pos < batch.shape[0]:
@@ -288,14 +291,10 @@ def absorb(G, S, V, words, sent_ptr, batch, rec, rec_ptr, samp_len, status, weig
             pos += 1
             continue
         d = batch[pos]
-        n = sent_ptr[d + 1] - sent_ptr[d]
-        records = rec_ptr[pos + 1] - rec_ptr[pos]
-        if not room_ok(S, records, records, trie_need(G, n)):
-            need[0], need[1], need[2] = records, records, trie_need(G, n)
-            return pos
         copies_of_samples(rec, rec_ptr[pos], samp_len[pos], copies)
-        _absorb_trees(G, S, V, rec, rec_ptr[pos], samp_len[pos], copies, words[sent_ptr[d]:sent_ptr[d + 1]], weight,
-                      stack, built)
+        if not _absorb_trees(G, S, V, rec, rec_ptr[pos], samp_len[pos], copies, words[sent_ptr[d]:sent_ptr[d + 1]],
+                             weight, stack, built, need):
+            return pos
         pos += 1
     return pos
 
@@ -313,28 +312,39 @@ def absorb_distinct(G, S, V, words, sent_ptr, batch, rec, rec_ptr, tree_len, cop
             pos += 1
             continue
         d = batch[pos]
-        n = sent_ptr[d + 1] - sent_ptr[d]
-        records = rec_ptr[pos + 1] - rec_ptr[pos]  # new nodes and entries: a repeat adds none
-        if not room_ok(S, records, records, trie_need(G, n)):
-            need[0], need[1], need[2] = records, records, trie_need(G, n)
+        if not _absorb_trees(G, S, V, rec, rec_ptr[pos], tree_len[pos], copies[pos],
+                             words[sent_ptr[d]:sent_ptr[d + 1]], weight, stack, built, need):
             return pos
-        _absorb_trees(G, S, V, rec, rec_ptr[pos], tree_len[pos], copies[pos], words[sent_ptr[d]:sent_ptr[d + 1]],
-                      weight, stack, built)
         pos += 1
     return pos
 
 
 @kernel(cache=True, inline="always")
-def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built):
-    """Count one sentence's trees, whose records start at rec[r] (lengths: (samples,)): each tree
-    `copies` says was drawn (0: a repeat, counted at its first), as often as it was drawn.
+def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built, need):
+    """Count one sentence's trees from tree need[3] on, whose records start at rec[r] (lengths:
+    (samples,)): each tree `copies` says was drawn (0: a repeat, counted at its first), as often as
+    it was drawn. Returns False, with need set as `absorb` says, when the pools may not hold the
+    next tree: checking one tree at a time keeps the pools at what a tree needs, not all samples.
 
-    Shapes: rec (records, REC_WIDTH) int32; copies (samples,) int64; w (the sentence,) int32; stack, built int32."""
+    Shapes: rec (records, REC_WIDTH) int32; copies (samples,) int64; w (the sentence,) int32; stack, built int32;
+    need (4,) int64."""
+    n = w.shape[0]
     for s in range(lengths.shape[0]):
-        if copies[s] > 0:
-            root = materialize(G, S, V, rec, r, r + lengths[s], w, weight, copies[s], stack, built)
+        r1 = r + lengths[s]
+        if s >= need[3] and copies[s] > 0:
+            tables = 0
+            for q in range(r, r1):
+                if rec[q, 0] == REC_NEW:
+                    tables += 1
+            trie = records_trie_need(G, n, rec, r, r1)
+            if not room_ok(S, lengths[s], tables, trie):
+                need[0], need[1], need[2], need[3] = lengths[s], tables, trie, s
+                return False
+            root = materialize(G, S, V, rec, r, r1, w, weight, copies[s], stack, built)
             free_tree(S, root, stack)
-        r += lengths[s]
+        r = r1
+    need[3] = 0
+    return True
 
 
 @kernel(cache=True)
@@ -565,14 +575,15 @@ def _rederive_draw(G, S, V, entries, base, longest, rec, rec_ptr, counts, e):
     terms = np.empty(longest + 1, np.int32)
     n = yield_terms(S, S.tab_yield[k], terms)
     ad = S.tab_adaptor[k]
-    chart, scale, ynode = new_chart(G, n)
-    if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, G.adaptor_nt[ad], ad, 1.0, V.lw) == NEG_INF:
+    chart, scale, ynode, window = new_chart(G, n)
+    if inside_weighted(G, S, terms, n, V.rho, chart, scale, ynode, window, G.adaptor_nt[ad], ad, 1.0,
+                       V.lw) == NEG_INF:
         return
     r0, r1 = rec_ptr[e], rec_ptr[e + 1]
     tasks = np.empty((r1 - r0 + 8, 3), np.int64)
     buf = np.empty((n + 3, 3), np.int64)
     rng = seeded_rng(entry_seed(base, e))
-    count, _ = sample_records(G, S, terms, n, V.rho, chart, scale, ynode, G.adaptor_nt[ad], ad, V.lw, rng,
+    count, _ = sample_records(G, S, terms, n, V.rho, chart, scale, ynode, window, G.adaptor_nt[ad], ad, V.lw, rng,
                               tasks, buf, rec, r0, r1)
     counts[e] = count
 

@@ -18,7 +18,7 @@ from ..core.analyses import SAME_ANALYSIS, SAME_VALUE
 from ..core.compiled import CompiledGrammar
 from ..core.hyper import log_hyper_prior, log_posterior, sample_hyperparameters
 from ..core.rng import make_rng, shuffle
-from ..core.chart import trie_need
+from ..core.chart import tables_need, trie_need
 from ..core.sampler import (
     ACCEPTED, LABEL_ACCEPTED, LABEL_REJECTED, LABEL_UNCHANGED, N_STATS, REJECTED, UNCHANGED,
     Workspace, add_all, initialize, need_nodes, open_tables, resample_labels, sweep, tables_in_yield_order,
@@ -74,7 +74,7 @@ class Chain:
 
     # ------------------------------------------------------------------
     def _grow(self, n: int):
-        self.state = grow(self.state, need_nodes(n, self.max_unary), need_nodes(n, self.max_unary),
+        self.state = grow(self.state, need_nodes(n, self.max_unary), tables_need(self.G, n),
                           trie_need(self.G, n), self.G.n_term)
 
     def _drive(self, kernel, n_items: int, *args):
@@ -94,7 +94,7 @@ class Chain:
         incremental = s.init == "incremental"
         self._drive(lambda pos: initialize(
             G, self.state, self.words, self.sent_ptr, order, pos, incremental, s.collapsed,
-            self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf), len(order))
+            self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.window, ws.tasks, ws.buf), len(order))
         if not incremental:
             self._drive(lambda pos: add_all(G, self.state, order, pos, s.collapsed, self.max_unary,
                                             self.sent_ptr), len(order))
@@ -113,7 +113,7 @@ class Chain:
             shuffle(self.state.rng, order)
         self._drive(lambda pos: sweep(
             G, self.state, self.words, self.sent_ptr, order, pos, s.collapsed, inv_temp, s.mh,
-            self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, stats), len(order))
+            self.max_unary, ws.rho, ws.chart, ws.scale, ws.ynode, ws.window, ws.tasks, ws.buf, stats), len(order))
         if s.label_resampling:
             if s.label_order == "yield":
                 passes = [tables_in_yield_order(self.state, G.n_term)]
@@ -122,7 +122,7 @@ class Chain:
             for tables in passes:
                 self._drive(lambda pos: resample_labels(
                     G, self.state, tables, pos, s.collapsed, inv_temp, self.max_unary, ws.rho,
-                    ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, ws.terms, stats,
+                    ws.chart, ws.scale, ws.ynode, ws.window, ws.tasks, ws.buf, ws.terms, stats,
                     SAME_VALUE if s.label_equality == "value" else SAME_ANALYSIS), len(tables))
         if s.sample_hyper and it >= s.hyper_start:
             sample_hyperparameters(self.state, s.sample_a, s.beta_e, s.beta_f, s.gamma_shape,

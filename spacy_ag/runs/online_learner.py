@@ -138,10 +138,11 @@ class OnlineLearner:
         self.max_len = max(self.max_len, int((sent_ptr[items + 1] - sent_ptr[items]).max()))
         self._workspace(self.max_len)
 
-    def drive(self, kernel, n_items: int, pos: int = 0) -> None:
+    def drive(self, kernel, n_items: int, pos: int = 0, need: Optional[np.ndarray] = None) -> None:
         """Call `kernel(pos, need)` until it has covered n_items; when it stops early, grow the pools
-        by exactly what its room check wrote to `need` (nodes, tables, trie nodes) and call again."""
-        need = np.zeros(3, np.int64)
+        by exactly what its room check wrote to `need` (nodes, tables, trie nodes) and call again.
+        `need`: the array of a kernel that stopped inside a sentence (need[3], `absorb`), to go on there."""
+        need = np.zeros(4, np.int64) if need is None else need
         while pos < n_items:
             new_pos = kernel(pos, need)
             if new_pos == pos:
@@ -266,7 +267,7 @@ class OnlineLearner:
             before = self.progress()  # to undo the minibatches after the one a call stops in
             eps, scale, corr = self._begin_minibatches(rest, corpus_size)
             first_stream = before["minibatches"] + 1
-            need = np.zeros(3, np.int64)
+            need = np.zeros(4, np.int64)
             with one_item_at_a_time():
                 n_done, pos, logliks, rec, rec_ptr, samp_len, scores, status, self.record_factor = minibatches(
                     G, self.state, self.V, words, sent_ptr, items, batch_ptr, self._seed_key(), first_stream,
@@ -281,7 +282,7 @@ class OnlineLearner:
                 raise UnparseableSentence(int(batch[-1 - pos]))
             self.drive(lambda pos, need: absorb(G, self.state, self.V, words, sent_ptr, batch, rec, rec_ptr,
                                                 samp_len, status, 1.0 / s.samples, pos, self.stack, self.built,
-                                                need), len(batch), pos)
+                                                need), len(batch), pos, need)
             self.update_weights(float(eps[n_done]), float(scale[n_done]))
             done += n_done + 1
             if done == len(batches):

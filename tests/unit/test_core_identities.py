@@ -296,7 +296,7 @@ def test_a7_one_mh_step_by_hand(core):
     assert math.exp(lr["a b"]) == pytest.approx(6.875e-5, rel=1e-4)
 
     words = C.encode(list("ab"))
-    logz = inside(G, S, words, 2, ws.rho, ws.chart, ws.scale, ws.ynode, G.start, -1, 1.0)
+    logz = inside(G, S, words, 2, ws.rho, ws.chart, ws.scale, ws.ynode, ws.window, G.start, -1, 1.0)
     assert math.exp(logz) == pytest.approx(sum(want_r.values()), rel=1e-12)
     assert math.exp(logz) == pytest.approx(5.20764e-3, rel=1e-5)
 
@@ -330,7 +330,7 @@ def test_a7_mh_chain_targets_exact_conditional(core):
     n_steps = 20000
     for _ in range(n_steps):
         assert sweep(G, S, words, ptr, order, 0, False, 1.0, True, C.max_unary_chain, ws.rho,
-                     ws.chart, ws.scale, ws.ynode, ws.tasks, ws.buf, stats) == 1
+                     ws.chart, ws.scale, ws.ynode, ws.window, ws.tasks, ws.buf, stats) == 1
         t = core.to_tuple(S, int(S.sent_root[1]))
         if t[1] == r_single:
             visits["join" if t[2][0] == ("TAB", k0) else "new"] += 1

@@ -28,8 +28,8 @@ def _inside(C, S, ws, text, collapsed=False, start=None, skip_ad=-1, inv_temp=1.
     fill_rho(G, S, ws.rho, collapsed, skip_ad, inv_temp)
     words = C.encode(list(text))
     start = G.start if start is None else start
-    return float(inside(G, S, words, len(words), ws.rho, ws.chart, ws.scale, ws.ynode, start,
-                        skip_ad, inv_temp))
+    return float(inside(G, S, words, len(words), ws.rho, ws.chart, ws.scale, ws.ynode, ws.window,
+                        start, skip_ad, inv_temp))
 
 
 def _assert_matches(C, S, ws, ref, strings, start_name=None, **kw):
@@ -343,7 +343,7 @@ def _sample_check(core, C, S, text, n_draws, collapsed, start_name=None, skip_ad
     checked = set()
     terms = np.zeros(len(text) + 1, np.int32)
     for _ in range(n_draws):
-        root, lr = sample_tree(G, S, words, len(ids), ws.rho, ws.chart, ws.scale, ws.ynode, start,
+        root, lr = sample_tree(G, S, words, len(ids), ws.rho, ws.chart, ws.scale, ws.ynode, ws.window, start,
                                skip_ad, 1.0, S.rng, ws.tasks, ws.buf)
         t = core.to_tuple(S, root)
         counts[t] += 1
@@ -470,7 +470,7 @@ def _spanned_colloc_state(core):
 
 
 def test_inside_and_viterbi_with_spans_and_tables_equal_enumeration(core):
-    from spacy_ag.core.chart import new_chart
+    from spacy_ag.core.chart import new_viterbi_chart
     from spacy_ag.core.viterbi import log_rho, log_table_weights, viterbi_chart
 
     C, S = _spanned_colloc_state(core)
@@ -486,7 +486,7 @@ def test_inside_and_viterbi_with_spans_and_tables_equal_enumeration(core):
     log_table_weights(S, ltab)
     for text in (t for t in strings if len(t) <= 4):  # listing the trees of longer strings takes minutes
         ids = C.encode(list(text))
-        vchart, _, ynode = new_chart(G, len(ids))
+        vchart, ynode = new_viterbi_chart(G, len(ids))
         best = max(w for _, w in ref.analyses("Sentence", tuple(ids)))
         assert viterbi_chart(G, S, ids, len(ids), lrho, ltab, vchart, ynode) == pytest.approx(
             math.log(best), rel=1e-10), text

@@ -134,7 +134,7 @@ def test_counting_a_repeated_tree_once_gives_the_counts_of_every_draw(colloc):
         S, V = roomy_copies(G, learner.state, learner.V)
         stack = np.empty(4 * S.node_kind.shape[0] + 16, np.int32)
         built = np.empty(4 * S.node_kind.shape[0] + 16, np.int32)
-        need = np.zeros(3, np.int64)
+        need = np.zeros(4, np.int64)
         w = 1.0 / samp_len.shape[1]
         if not one_sample_per_call:
             assert absorb(G, S, V, words, ptr, batch, rec, rec_ptr, samp_len, status, w, 0, stack, built,
