@@ -32,13 +32,13 @@ import numpy as np
 
 from .mcmc_chain import Chain
 from ..core.compiled import CompiledGrammar
-from ..core.warm_start import warm_start
 from ..errors import Errors
 from ..evaluation import segmentation_scores
 from ..settings import OnlineSettings, SamplerSettings, TrainingSettings
 from ..serialize import check_run, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
 from .marginal_decoding import MarginalCounts, words_from_key
 from .signals import ParentSignals, StopRequest, TrainingInterrupted
+from .warm_start import warm_start
 
 TraceCallback = Callable[[Dict], None]
 
