@@ -17,16 +17,15 @@ from __future__ import annotations
 import contextlib
 import random
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..core.grammatons import Variational
 from .online_learner import OnlineLearner, OnlineSettings
-from ..errors import Errors
-from ..serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
-                        write_npz_atomic)
+from ..archive import read_checkpoint_file, write_checkpoint_file
+from ..errors import Errors, ModelFileError
+from ..serialize import check_run, state_arrays, state_from_arrays
 from ..core.state import TAB_HWM
 from .signals import StopRequest, TrainingInterrupted
 
@@ -98,14 +97,14 @@ class VariationalRun:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
-        meta = meta_header("checkpoint", mode="variational", fingerprint=self.fingerprint, run=self.run,
-                           progress=self.learner.progress(), epoch=self.epoch, position=self.position,
-                           trace=self.trace[-50:], settings=self.learner.settings.to_dict())
-        write_npz_atomic(Path(self.checkpoint), model_arrays(self.learner.state, self.learner.V), meta)
+        meta = dict(mode="variational", fingerprint=self.fingerprint, run=self.run,
+                    progress=self.learner.progress(), epoch=self.epoch, position=self.position,
+                    trace=self.trace[-50:], settings=self.learner.settings.to_dict())
+        write_checkpoint_file(self.checkpoint, "checkpoint", model_arrays(self.learner.state, self.learner.V), meta)
 
     @staticmethod
     def load_checkpoint(path: str, fingerprint: str, compiled=None, run: Optional[Mapping[str, Any]] = None):
-        arrays, meta = read_npz(Path(path), "checkpoint")
+        arrays, meta = read_checkpoint_file(path, "checkpoint")
         if meta.get("mode") != "variational":
             raise ModelFileError(Errors.E497.format(path=path))
         if meta["fingerprint"] != fingerprint:
