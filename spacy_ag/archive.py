@@ -20,7 +20,7 @@ of format 1 (``grammar.lt`` + ``state.npz`` with its header inside) are
 converted on load, with a warning.
 
 A training checkpoint (chain-N.npz, online.npz, gibbs.npz) is the same
-archive as one file, the zip of `archive_bytes`: its header records the
+archive as one file (the members `archive_bytes` zips): its header records the
 run's progress, its arrays the sampler's state, and its grammar.lt is empty
 (the run's fingerprint pins the grammar). It is written atomically with
 SIGTERM held back (`write_checkpoint_file`) and read within the same bounds
