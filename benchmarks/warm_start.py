@@ -5,7 +5,7 @@
 Why: a chain's first analyses decide how long it burns in. Batch initialisation
 (J&G09, py-cfg -D) draws every sentence from the base PCFG; incremental
 initialisation draws each from the state built so far; the warm start
-(`[sampler] init = "online"`, spacy_ag/core/warm_start.py) first makes one online
+(`[sampler] init = "online"`, spacy_ag/runs/warm_start.py) first makes one online
 pass (Zhai et al. 2014) and draws each sentence from the online model. This
 measures what each costs and buys, on the same chain settings and seeds.
 

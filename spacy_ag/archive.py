@@ -18,6 +18,15 @@ inflated beyond what the header declares: a member's uncompressed size is
 checked before it is read, so a small file cannot take gigabytes. Archives
 of format 1 (``grammar.lt`` + ``state.npz`` with its header inside) are
 converted on load, with a warning.
+
+A training checkpoint (chain-N.npz, online.npz, gibbs.npz) is the same
+archive as one file (the members `archive_bytes` zips): its header records the
+run's progress, its arrays the sampler's state, and its grammar.lt is empty
+(the run's fingerprint pins the grammar). It is written atomically with
+SIGTERM held back (`write_checkpoint_file`) and read within the same bounds
+(`read_checkpoint_file`, `read_checkpoint_bytes`). A checkpoint of format 1
+(an .npz with its header in a ``__meta__`` array) is refused in one line
+(E560): the run starts again without resuming.
 """
 from __future__ import annotations
 
@@ -41,13 +50,16 @@ import numpy as np
 from .errors import Errors, ModelFileError, OutputWriteError
 from .runs.signals import holding_sigterm
 
-__all__ = ["Archive", "FORMAT_VERSION", "FULL_DISK", "archive_bytes", "atomic_writer", "declared_arrays",
-           "full_disk_error", "is_archive", "load_npz", "naming_failed_write", "read_archive", "read_archive_bytes",
-           "remove_leftovers", "replace_directory", "write_archive", "write_atomic_file"]
+__all__ = ["Archive", "FORMAT_VERSION", "FULL_DISK", "archive_bytes", "atomic_writer", "checkpoint_bytes",
+           "declared_arrays", "full_disk_error", "is_archive", "load_npz", "naming_failed_write", "read_archive",
+           "read_archive_bytes", "read_checkpoint_bytes", "read_checkpoint_file", "remove_leftovers",
+           "replace_directory", "write_archive", "write_atomic_file", "write_checkpoint_file"]
 
 FORMAT_VERSION = 2
 HEADER, GRAMMAR, ARRAYS = "header.json", "grammar.lt", "arrays.npz"
 LEGACY_STATE = "state.npz"
+#: The member that holds the header of a format-1 checkpoint (an .npz of the arrays and this one).
+LEGACY_CHECKPOINT_META = "__meta__.npy"
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -103,8 +115,11 @@ def zip_bytes(members: Mapping[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
-             ) -> Dict[str, bytes]:
+def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+             compact: bool = False) -> Dict[str, bytes]:
+    """The members of an archive. A model's header is indented with sorted keys, for people who read
+    it; a checkpoint's (`compact`), rewritten every few iterations with its trace and counts, is
+    written by json's fast encoder, in the order the runner gave."""
     from .about import __version__
 
     header = {
@@ -116,7 +131,8 @@ def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], met
                    for name, a in sorted(arrays.items())},
         **meta,
     }
-    return {HEADER: json.dumps(header, indent=1, sort_keys=True).encode("utf8"),
+    text = json.dumps(header) if compact else json.dumps(header, indent=1, sort_keys=True)
+    return {HEADER: text.encode("utf8"),
             GRAMMAR: grammar_text.encode("utf8"),
             ARRAYS: npz_bytes(arrays)}
 
@@ -371,7 +387,7 @@ def load_npz(file: Union[PathLike, bytes], source: str, kind: str,
 
     With `declared` (`declared_arrays`), the members must be exactly the arrays it lists, and each
     one's uncompressed size (the zip's central directory) must fit its declared shape and dtype
-    before it is inflated. Without (format-1 models, checkpoints), no member may be larger than
+    before it is inflated. Without (format-1 models), no member may be larger than
     the whole file, which holds every member uncompressed as spacy-ag writes them. Either way a
     member is read only once its .npy header agrees with its size, and never unpickled.
     """
@@ -536,10 +552,66 @@ def read_archive_bytes(data: bytes, source: str, kind: str, check_header: Union[
         if HEADER not in names and LEGACY_STATE in names:
             state = _member(zf, LEGACY_STATE, len(data), source, kind)
             return _legacy(load_npz(state, f"{source}/{LEGACY_STATE}", kind), grammar, source, kind, check_header)
-        header, grammar_text, declared = _check_header(_member(zf, HEADER, TEXT_MEMBER_LIMIT, source, kind),
-                                                       grammar, source, kind, check_header)
-        limit = sum(_nbytes(*spec) + NPZ_MEMBER_OVERHEAD for spec in declared.values()) + 1024
-        member = _member(zf, ARRAYS, limit, source, kind)
+        return _zip_archive(zf, grammar, TEXT_MEMBER_LIMIT, source, kind, check_header)
+
+
+def _zip_archive(zf: zipfile.ZipFile, grammar: Union[bytes, None], text_limit: int, source: str, kind: str,
+                 check_header: Union[HeaderCheck, None]) -> Archive:
+    """The checked archive of an open zip of the archive's members (header.json at most `text_limit`
+    bytes), `grammar` being its grammar.lt."""
+    header, grammar_text, declared = _check_header(_member(zf, HEADER, text_limit, source, kind),
+                                                   grammar, source, kind, check_header)
+    limit = sum(_nbytes(*spec) + NPZ_MEMBER_OVERHEAD for spec in declared.values()) + 1024
+    member = _member(zf, ARRAYS, limit, source, kind)
     if member is None:
         raise ModelFileError(Errors.E066.format(path=source, name=ARRAYS))
     return Archive(kind, header, grammar_text, load_npz(member, f"{source}/{ARRAYS}", kind, declared))
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def checkpoint_bytes(kind: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> bytes:
+    """A checkpoint: the archive of `arrays`, with `meta` (the run's progress) in its header and an
+    empty grammar, as the bytes of one file."""
+    return zip_bytes(_members(kind, "", arrays, meta, compact=True))
+
+
+def write_checkpoint_file(path: PathLike, kind: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
+                          ) -> None:
+    """Replace the checkpoint `path` atomically, SIGTERM held back until it is done."""
+    write_atomic_file(path, checkpoint_bytes(kind, arrays, meta))
+
+
+def read_checkpoint_file(path: PathLike, kind: str):
+    """(arrays, header) of the checkpoint file `path` of `kind`, checked as an archive."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelFileError(Errors.E076.format(path=path))
+    try:
+        size = path.stat().st_size
+        zf = zipfile.ZipFile(path)
+    except Exception as err:
+        raise _archive_error(str(path), kind, err) from None
+    with zf:
+        return _checkpoint(zf, size, str(path), kind)
+
+
+def read_checkpoint_bytes(data: bytes, source: str, kind: str):
+    """(arrays, header) of `checkpoint_bytes` output (a Ray chain's last checkpoint), checked."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except Exception as err:
+        raise _archive_error(source, kind, err) from None
+    with zf:
+        return _checkpoint(zf, len(data), source, kind)
+
+
+def _checkpoint(zf: zipfile.ZipFile, size: int, source: str, kind: str):
+    """A checkpoint's header holds its trace and counts, which grow with the run: its members are
+    bounded by the file's own size (spacy-ag stores them uncompressed), not by TEXT_MEMBER_LIMIT."""
+    names = set(zf.namelist())
+    if HEADER not in names and LEGACY_CHECKPOINT_META in names:
+        raise ModelFileError(Errors.E560.format(path=source))
+    archive = _zip_archive(zf, _member(zf, GRAMMAR, size, source, kind), size, source, kind, None)
+    return archive.arrays, archive.header

@@ -467,6 +467,10 @@ class Errors(metaclass=_WithCodes):
     E553 = 'Gibbs sampling starts from an untrained model; continue a trained one with partial_fit'
     E554 = "digamma needs a positive argument"
 
+    # ---- checkpoints as archives: one on-disk format for models and checkpoints (E560-E569)
+    E560 = ("--resume: {path} is a checkpoint written by an older spacy-ag (format 1), which this version does not "
+            "read; train without --resume (resume=False in Python) to start the run again")
+
 
 def split_code(message: str) -> tuple[str, str]:
     """(``"[E308] "`` or ``""``, the text after it) of a message from the table or written without one."""

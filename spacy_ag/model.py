@@ -35,14 +35,13 @@ from .errors import Errors, ModelFileError, TextError
 from .serialize import flat_settings, state_from_arrays
 from .settings import (
     AUTO_MAX_SPAN, AUTO_UNITS, GrammarSettings, InferenceSettings, OnlineSettings, SamplerSettings, SettingError,
-    check, normalized, resolve_units,
+    TrainingSettings, check, normalized, resolve_units,
 )
-from .runs.chain_pool import ChainJob, TraceCallback, TrainingSettings, corpus_fingerprint, default_workers, run_chains
+from .runs.chain_pool import TraceCallback, corpus_fingerprint
 from .runs.marginal_decoding import MarginalCounts, words_from_key
-from .runs.signals import TrainingInterrupted
+from .runs.mcmc_runner import run_mcmc
 from .runs.online_runner import (
-    STREAM_TRACE_KEPT, VariationalRun, mode_settings, model_arrays, remote_estep, shuffled_stream,
-    variational_from_arrays,
+    STREAM_TRACE_KEPT, VariationalRun, mode_settings, model_arrays, shuffled_stream, variational_from_arrays,
 )
 from .text_units import (
     LEGACY_UNITS, check_text, check_units, is_control, is_hard_boundary, terminals, text_units,
@@ -204,32 +203,16 @@ class AdaptorGrammar:
         compiled = self._prepare(corpus)
         words, sent_ptr = self._pack(corpus.sentences, corpus.path)
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
-        seg_mask = self._segment_mask()
         run = self.checkpoint_run(run, seed, self.online if self.sampler.init == "online" else None)
-        jobs = []
-        for c in range(chains):
-            ckpt = str(Path(checkpoint_dir) / f"chain-{c}.npz") if checkpoint_dir else None
-            jobs.append(ChainJob(compiled, words, sent_ptr, self.sampler, training, c, seg_mask,
-                                 fingerprint, ckpt, resume, list(gold) if gold else None,
-                                 corpus.sentences if gold else None, self.online, run))
         try:
-            if training.backend == "ray":
-                from .runs.ray_chains import run_chains_on_ray
-
-                results = run_chains_on_ray(jobs, workers, callback, training.ray_address)
-            else:
-                results = run_chains(jobs, workers or default_workers(chains), callback)
+            pooled = run_mcmc(compiled, words, sent_ptr, self.sampler, training, self._segment_mask(), fingerprint,
+                              checkpoint_dir=checkpoint_dir, resume=resume, gold=gold, sentences=corpus.sentences,
+                              online=self.online, run=run, callback=callback)
         except UnparseableSentence as err:
             raise ValueError(Errors.E543.format(source=corpus.path or "corpus",
                                                 lines=corpus.lines[err.index])) from None
-        except TrainingInterrupted:
-            raise
-        self.state = state_from_arrays(results[0].state_arrays, "chain 0")
-        self.variational = None
-        self.trace = [line for r in results for line in r.trace]
-        self.marginals = MarginalCounts(len(corpus))
-        for r in results:
-            self.marginals.merge(r.marginals)
+        self.state, self.variational = pooled.state, None
+        self.trace, self.marginals = pooled.trace, pooled.marginals
         self.training_corpus = corpus
         return self
 
@@ -306,12 +289,11 @@ class AdaptorGrammar:
                         "lexicon_f": scores["type_f"]}
         run = VariationalRun(learner, passes=settings.passes, report=callback, checkpoint=ckpt,
                              checkpoint_every=checkpoint_every, fingerprint=fingerprint, evaluate=evaluate,
-                             eval_every=eval_every, run=identity)
+                             eval_every=eval_every, run=identity, training=training)
         if meta is not None:
             run.restore(meta)
         try:
-            with remote_estep(learner, training):
-                run.run_corpus(words, sent_ptr, settings.corpus_size or len(corpus))
+            run.run_corpus(words, sent_ptr, settings.corpus_size or len(corpus))
         except UnparseableSentence as err:
             raise ValueError(Errors.E543.format(source=corpus.path or "corpus",
                                                 lines=corpus.lines[err.index])) from None
@@ -361,12 +343,11 @@ class AdaptorGrammar:
         learner = self._learner(settings, seed)
         run = VariationalRun(learner, passes=1, report=callback, trace_kept=STREAM_TRACE_KEPT,
                              checkpoint=None if checkpoint is None else str(checkpoint),
-                             checkpoint_every=checkpoint_every, fingerprint=fingerprint, run=run)
+                             checkpoint_every=checkpoint_every, fingerprint=fingerprint, run=run, training=training)
         run.epoch, run.position = pass_index, start  # trace lines say which pass over a stream this is
         try:
-            with remote_estep(learner, training):
-                run.run_stream(itertools.chain([first] if first is not None else [], stream),
-                               corpus_size or settings.corpus_size or 0)
+            run.run_stream(itertools.chain([first] if first is not None else [], stream),
+                           corpus_size or settings.corpus_size or 0)
         finally:
             self._keep(learner)
             self.trace = ((self.trace or []) + run.trace)[-STREAM_TRACE_KEPT:]

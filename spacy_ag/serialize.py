@@ -1,19 +1,19 @@
-"""Sampler states as arrays, and checkpoint files (arrays plus a JSON header, versioned, no pickle)."""
+"""Sampler states as arrays, and the run a checkpoint records.
+
+A model and a checkpoint hold the state's arrays (`state_arrays`,
+`state_from_arrays`); both are archives (`spacy_ag.archive`). A checkpoint
+also records the run that wrote it (`flat_settings`), and continues only a
+run that gives the same (`check_run`).
+"""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-from . import archive
-from .archive import write_atomic_file
 from .errors import Errors, ModelFileError, TrainingLayerError
 from .core.state import N_TRIE, NODE_HWM, TAB_HWM, State
-
-#: Format of checkpoint files (models are archives, `spacy_ag.archive`).
-FORMAT_VERSION = 1
 
 _NODE = ("node_kind", "node_sym", "node_rule", "node_table", "node_child", "node_sib", "node_aux", "node_free")
 _TAB = ("tab_adaptor", "tab_count", "tab_label", "tab_yield", "tab_state", "tab_next", "tab_prev",
@@ -42,50 +42,6 @@ def state_from_arrays(arrays: Dict[str, np.ndarray], source: str) -> State:
     if missing:
         raise ModelFileError(Errors.E074.format(source=source, missing=', '.join(missing[:3])))
     return State(**{f: np.array(arrays[f]) for f in State._fields})
-
-
-def write_npz_atomic(path: Path, arrays: Dict[str, np.ndarray], meta: Dict[str, Any]) -> None:
-    """One file holding arrays plus a JSON header (a checkpoint), replaced atomically."""
-    write_atomic_file(path, npz_bytes(arrays, meta))
-
-
-def read_npz(path: Path, kind: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
-    path = Path(path)
-    if not path.exists():
-        raise ModelFileError(Errors.E076.format(path=path))
-    return _checked_meta(archive.load_npz(path, str(path), kind), str(path), kind)
-
-
-def meta_header(kind: str, **fields) -> Dict[str, Any]:
-    from .about import __version__
-
-    return {"kind": kind, "format_version": FORMAT_VERSION, "spacy_ag_version": __version__, **fields}
-
-
-def npz_bytes(arrays: Dict[str, np.ndarray], meta: Dict) -> bytes:
-    """An .npz archive (readable by `np.load`) with the JSON header as `__meta__`, byte-stable."""
-    payload = dict(arrays)
-    payload["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf8"), dtype=np.uint8)
-    return archive.npz_bytes(payload)
-
-
-def read_npz_bytes(data: bytes, source: str, kind: str):
-    """Arrays and JSON header of an in-memory npz, checked for kind and format version."""
-    return _checked_meta(archive.load_npz(data, source, kind), source, kind)
-
-
-def _checked_meta(arrays: Dict[str, np.ndarray], source: str, kind: str):
-    try:
-        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf8"))
-        if not isinstance(meta, dict):
-            raise ValueError(Errors.E522)
-    except (KeyError, ValueError) as err:
-        raise ModelFileError(Errors.E061.format(path=source, kind=kind, err=err)) from None
-    version = meta.get("format_version")
-    if meta.get("kind") != kind or version != FORMAT_VERSION:
-        raise ModelFileError(Errors.E062.format(path=source, found=meta.get("kind"), version=version, kind=kind,
-                                                expected=FORMAT_VERSION))
-    return arrays, meta
 
 
 def flat_settings(sections: Mapping[str, Mapping[str, Any]], leave_out: frozenset = frozenset()) -> Dict[str, Any]:

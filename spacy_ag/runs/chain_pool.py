@@ -32,13 +32,14 @@ import numpy as np
 
 from .mcmc_chain import Chain
 from ..core.compiled import CompiledGrammar
-from ..core.warm_start import warm_start
 from ..errors import Errors
 from ..evaluation import segmentation_scores
 from ..settings import OnlineSettings, SamplerSettings, TrainingSettings
-from ..serialize import check_run, meta_header, read_npz, state_arrays, state_from_arrays, write_npz_atomic
+from ..archive import read_checkpoint_file, write_checkpoint_file
+from ..serialize import check_run, state_arrays, state_from_arrays
 from .marginal_decoding import MarginalCounts, words_from_key
 from .signals import ParentSignals, StopRequest, TrainingInterrupted
+from .warm_start import warm_start
 
 TraceCallback = Callable[[Dict], None]
 
@@ -81,7 +82,7 @@ class ChainResult:
 
 
 def _load_checkpoint(job: ChainJob):
-    arrays, meta = read_npz(Path(job.checkpoint), "checkpoint")
+    arrays, meta = read_checkpoint_file(job.checkpoint, "checkpoint")
     if meta["fingerprint"] != job.fingerprint:
         raise ValueError(Errors.E498.format(path=job.checkpoint))
     check_run(job.checkpoint, meta.get("run"), job.run)
@@ -99,10 +100,10 @@ def _save_checkpoint(job: ChainJob, chain: Chain, trace, marginals) -> None:
 def _write_chain_file(path: Path, job: ChainJob, arrays: Dict[str, np.ndarray], iteration: int, trace,
                       marginals: MarginalCounts) -> None:
     """A checkpoint (also the result file a worker of parallel chains leaves for its parent)."""
-    meta = meta_header("checkpoint", iteration=iteration, chain=job.chain_index,
-                       fingerprint=job.fingerprint, run=job.run or {}, trace=trace, marginals=marginals.to_json(),
-                       sampler=job.sampler.to_dict(), training=asdict(job.training))
-    write_npz_atomic(path, arrays, meta)
+    meta = dict(iteration=iteration, chain=job.chain_index, fingerprint=job.fingerprint, run=job.run or {},
+                trace=trace, marginals=marginals.to_json(), sampler=job.sampler.to_dict(),
+                training=asdict(job.training))
+    write_checkpoint_file(path, "checkpoint", arrays, meta)
 
 
 def score_keys(keys, sentences, gold) -> Dict[str, float]:
@@ -203,7 +204,7 @@ def picklable_error(err: BaseException) -> BaseException:
 
 
 def _read_result(job: ChainJob, path: str) -> ChainResult:
-    arrays, meta = read_npz(Path(path), "checkpoint")
+    arrays, meta = read_checkpoint_file(path, "checkpoint")
     return ChainResult(job.chain_index, arrays, meta["trace"], MarginalCounts.from_json(meta["marginals"]),
                        meta["iteration"])
 

@@ -17,16 +17,16 @@ from __future__ import annotations
 import contextlib
 import random
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..core.grammatons import Variational
 from .online_learner import OnlineLearner, OnlineSettings
-from ..errors import Errors
-from ..serialize import (ModelFileError, check_run, meta_header, read_npz, state_arrays, state_from_arrays,
-                        write_npz_atomic)
+from ..archive import read_checkpoint_file, write_checkpoint_file
+from ..errors import Errors, ModelFileError
+from ..serialize import check_run, state_arrays, state_from_arrays
+from ..settings import TrainingSettings
 from ..core.state import TAB_HWM
 from .signals import StopRequest, TrainingInterrupted
 
@@ -73,12 +73,12 @@ def mode_settings(mode: str, settings: OnlineSettings, n_sentences: int) -> Onli
 
 
 class VariationalRun:
-    """One training run: a learner, its corpus or stream, progress, checkpoints."""
+    """One training run: a learner, its corpus or stream, progress, checkpoints, and where its E-steps run."""
 
     def __init__(self, learner: OnlineLearner, *, passes: int, report: Optional[Report] = None,
                  checkpoint: Optional[str] = None, checkpoint_every: int = 0, fingerprint: str = "",
                  evaluate: Optional[Callable[[], Dict]] = None, eval_every: int = 0, trace_kept: int = 0,
-                 run: Optional[Mapping[str, Any]] = None):
+                 run: Optional[Mapping[str, Any]] = None, training: Optional[TrainingSettings] = None):
         self.learner = learner
         self.passes = passes
         self.report = report
@@ -86,6 +86,7 @@ class VariationalRun:
         self.checkpoint_every = checkpoint_every
         self.fingerprint = fingerprint
         self.run = dict(run or {})  # what decides the run (`spacy_ag.serialize.check_run`)
+        self.training = training  # where the E-steps run (`remote_estep`); None: in this process
         self.evaluate = evaluate
         self.eval_every = eval_every
         self.trace: List[Dict] = []
@@ -98,14 +99,14 @@ class VariationalRun:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
-        meta = meta_header("checkpoint", mode="variational", fingerprint=self.fingerprint, run=self.run,
-                           progress=self.learner.progress(), epoch=self.epoch, position=self.position,
-                           trace=self.trace[-50:], settings=self.learner.settings.to_dict())
-        write_npz_atomic(Path(self.checkpoint), model_arrays(self.learner.state, self.learner.V), meta)
+        meta = dict(mode="variational", fingerprint=self.fingerprint, run=self.run,
+                    progress=self.learner.progress(), epoch=self.epoch, position=self.position,
+                    trace=self.trace[-50:], settings=self.learner.settings.to_dict())
+        write_checkpoint_file(self.checkpoint, "checkpoint", model_arrays(self.learner.state, self.learner.V), meta)
 
     @staticmethod
     def load_checkpoint(path: str, fingerprint: str, compiled=None, run: Optional[Mapping[str, Any]] = None):
-        arrays, meta = read_npz(Path(path), "checkpoint")
+        arrays, meta = read_checkpoint_file(path, "checkpoint")
         if meta.get("mode") != "variational":
             raise ModelFileError(Errors.E497.format(path=path))
         if meta["fingerprint"] != fingerprint:
@@ -173,24 +174,25 @@ class VariationalRun:
         that report, refine or checkpoint run in one call."""
         learner, B = self.learner, self.learner.settings.batch_size
         n = len(sent_ptr) - 1
-        try:
-            with StopRequest() as stop:
-                while self.epoch < self.passes:
-                    order = learner.shuffled(n, self.epoch)
-                    while self.position < n:
-                        stop_at = min(n, self.position + B * self._minibatches_until_due())
-                        batches = [order[p:p + B] for p in range(self.position, stop_at, B)]
-                        line = learner.steps(words, sent_ptr, batches, corpus_size)
-                        self.position = stop_at
-                        end = self.position >= n
-                        if end:
-                            self.epoch += 1
-                            self.position = 0
-                        self._after_step(line, end, stop)
-                        if end:
-                            break
-        except KeyboardInterrupt:
-            raise self._interrupted() from None
+        with remote_estep(learner, self.training):
+            try:
+                with StopRequest() as stop:
+                    while self.epoch < self.passes:
+                        order = learner.shuffled(n, self.epoch)
+                        while self.position < n:
+                            stop_at = min(n, self.position + B * self._minibatches_until_due())
+                            batches = [order[p:p + B] for p in range(self.position, stop_at, B)]
+                            line = learner.steps(words, sent_ptr, batches, corpus_size)
+                            self.position = stop_at
+                            end = self.position >= n
+                            if end:
+                                self.epoch += 1
+                                self.position = 0
+                            self._after_step(line, end, stop)
+                            if end:
+                                break
+            except KeyboardInterrupt:
+                raise self._interrupted() from None
 
     def run_stream(self, batches: Iterable[Tuple[int, np.ndarray, np.ndarray]], corpus_size: int) -> None:
         """One pass over minibatches that arrive one at a time (bounded memory).
@@ -202,26 +204,27 @@ class VariationalRun:
         pass and on Ctrl-C, which is honoured between minibatches.
         """
         learner = self.learner
-        try:
-            with StopRequest() as stop:
-                for consumed, words, sent_ptr in batches:
-                    batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
-                    line = learner.step(words, sent_ptr, batch, corpus_size) if len(batch) else None
-                    self.position += consumed  # after the step: an interrupt inside it redoes the minibatch
-                    if line is not None:
-                        self._after_step(line, False, stop)
-                self.epoch += 1
-                self.position = 0
-                self._after_step({"minibatch": learner.minibatches}, True, stop)
-        except KeyboardInterrupt:
-            raise self._interrupted() from None
+        with remote_estep(learner, self.training):
+            try:
+                with StopRequest() as stop:
+                    for consumed, words, sent_ptr in batches:
+                        batch = np.arange(len(sent_ptr) - 1, dtype=np.int64)
+                        line = learner.step(words, sent_ptr, batch, corpus_size) if len(batch) else None
+                        self.position += consumed  # after the step: an interrupt inside it redoes the minibatch
+                        if line is not None:
+                            self._after_step(line, False, stop)
+                    self.epoch += 1
+                    self.position = 0
+                    self._after_step({"minibatch": learner.minibatches}, True, stop)
+            except KeyboardInterrupt:
+                raise self._interrupted() from None
 
 
 @contextlib.contextmanager
-def remote_estep(learner: OnlineLearner, training) -> Iterator[None]:
+def remote_estep(learner: OnlineLearner, training: Optional[TrainingSettings]) -> Iterator[None]:
     """With ``training.backend == "ray"``, the learner's E-steps run on Ray workers inside the block
     (`spacy_ag.runs.ray_estep`); they stop, with the cluster if the block started it, when it ends."""
-    if training.backend != "ray":
+    if training is None or training.backend != "ray":
         yield
         return
     from .ray_estep import RayEStep

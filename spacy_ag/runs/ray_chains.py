@@ -37,9 +37,8 @@ import time
 import traceback
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
-from ..archive import write_atomic_file
+from ..archive import read_checkpoint_bytes, write_atomic_file
 from ..errors import Errors, TrainingLayerError
-from ..serialize import read_npz_bytes
 from .chain_pool import (
     STOP_GRACE, ChainDriver, ChainJob, ChainResult, RemoteTraceback, TraceCallback, picklable_error, run_chain,
 )
@@ -275,11 +274,11 @@ class _RayChains(ChainDriver):
 
     def _iteration_of(self, chain: int) -> int:
         data = self.latest.get(chain)
-        return 0 if data is None else int(read_npz_bytes(data, f"chain {chain}", "checkpoint")[1]["iteration"])
+        return 0 if data is None else int(read_checkpoint_bytes(data, f"chain {chain}", "checkpoint")[1]["iteration"])
 
 
     def _result(self, job: ChainJob) -> ChainResult:
-        arrays, meta = read_npz_bytes(self.latest[job.chain_index], f"chain {job.chain_index}", "checkpoint")
+        arrays, meta = read_checkpoint_bytes(self.latest[job.chain_index], f"chain {job.chain_index}", "checkpoint")
         return ChainResult(job.chain_index, arrays, meta["trace"], MarginalCounts.from_json(meta["marginals"]),
                            meta["iteration"])
 

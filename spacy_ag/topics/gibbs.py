@@ -26,7 +26,8 @@ from ..core.topic_gibbs import (
 )
 from ..core.variational import rank_by_counts, refresh_weights
 from ..errors import Errors, ModelFileError
-from ..serialize import check_run, meta_header, read_npz, write_npz_atomic
+from ..archive import read_checkpoint_file, write_checkpoint_file
+from ..serialize import check_run
 from ..settings import SamplerSettings
 
 #: Fixed-point iterations of alpha each time it is refitted.
@@ -208,15 +209,15 @@ def write_checkpoint(path: Path, sweep: int, seed: int, z, alpha, word_tables, s
     the tables; the rankings recorded so far go into the header."""
     arrays = {"z": z, "alpha": alpha, "word_tables": word_tables, "lexicon_tables": shared, "rng": rng,
               "b": b, "lexicon_b": np.array([lexicon_b])}
-    write_npz_atomic(Path(path), arrays, meta_header(CHECKPOINT_KIND, sweep=sweep, seed=seed, tokens=len(z),
-                                                     history=list(history), run=dict(run or {})))
+    write_checkpoint_file(path, CHECKPOINT_KIND, arrays, dict(sweep=sweep, seed=seed, tokens=len(z),
+                                                              history=list(history), run=dict(run or {})))
 
 
 def read_checkpoint(path: Path, corpus: GibbsCorpus, n_topics: int, seed: int,
                     run: Optional[Mapping[str, Any]] = None):
     """(sweep, z, alpha, word_tables, lexicon_tables, rng, b, lexicon b, history) of a checkpoint of
     this corpus, seed and `run` (`check_run`)."""
-    arrays, meta = read_npz(Path(path), CHECKPOINT_KIND)
+    arrays, meta = read_checkpoint_file(path, CHECKPOINT_KIND)
     z = arrays.get("z")
     missing = any(k not in arrays for k in ("alpha", "word_tables", "lexicon_tables", "rng", "b", "lexicon_b"))
     if (meta.get("seed") != seed or missing or z is None or len(z) != len(corpus.word)

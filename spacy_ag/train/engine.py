@@ -406,11 +406,12 @@ def _trace_until_checkpoints(trace: Path, checkpoints: Path, pattern: str, finge
     iteration; variational: its minibatch), once every checkpoint is known to be this run's
     (E180): the resumed run writes those lines again, so the file reads as that of an
     uninterrupted run."""
-    from ..serialize import check_run, read_npz
+    from ..archive import read_checkpoint_file
+    from ..serialize import check_run
 
     reached, key = {}, "iteration"
     for path in sorted(checkpoints.glob(pattern)):
-        meta = read_npz(path, "checkpoint")[1]
+        meta = read_checkpoint_file(path, "checkpoint")[1]
         check_run(path, meta.get("run"), fingerprint)
         if meta.get("mode") == "variational":
             key, reached[0] = "minibatch", int(meta["progress"]["minibatches"])

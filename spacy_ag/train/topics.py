@@ -162,11 +162,12 @@ def _online(t, online, train, held, corpus, run, checkpoints: Path, resume: bool
 
 def _gibbs(t, online, train, held, corpus, run, checkpoints: Path, resume: bool, config_path, out, fingerprint):
     """Collapsed Gibbs sweeps, a checkpoint every `checkpoint_every` sweeps."""
-    from ..serialize import check_run, read_npz
+    from ..archive import read_checkpoint_file
+    from ..serialize import check_run
     from ..topics.gibbs import CHECKPOINT_KIND
 
     if resume:  # this run's checkpoint (E180), then the trace of its sweeps only
-        meta = read_npz(checkpoints / GIBBS_CHECKPOINT, CHECKPOINT_KIND)[1]
+        meta = read_checkpoint_file(checkpoints / GIBBS_CHECKPOINT, CHECKPOINT_KIND)[1]
         check_run(checkpoints / GIBBS_CHECKPOINT, meta.get("run"), fingerprint)
         cut_trace(out / "trace.jsonl", "iteration", {0: int(meta["sweep"])})
     model = _new_model(t, online)

@@ -21,10 +21,11 @@ import spacy
 from spacy.training import Example
 from typer.testing import CliRunner
 
+from spacy_ag.archive import read_checkpoint_file
 from spacy_ag.cli import app
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.runs.ray_chains import watch_chains
-from spacy_ag.serialize import read_npz, state_arrays
+from spacy_ag.serialize import state_arrays
 from spacy_ag.settings import SegmenterSettings, SettingError, TrainingSettings, check
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
 from spacy_ag.runs.signals import TrainingInterrupted
@@ -79,7 +80,7 @@ def test_ray_chains_equal_local_ones_run_in_parallel_and_report_progress(cluster
     assert max(e["time"] for e in started.values()) < min(e["time"] for e in ended.values())
     # the checkpoints are written on the driver, as the local backend writes them
     for c in range(2):
-        arrays, meta = read_npz(tmp_path / f"chain-{c}.npz", "checkpoint")
+        arrays, meta = read_checkpoint_file(tmp_path / f"chain-{c}.npz", "checkpoint")
         assert meta["iteration"] == 60 and meta["trace"] == got.trace[60 * c: 60 * (c + 1)]
 
 
@@ -113,7 +114,7 @@ def test_a_local_run_stopped_by_ctrl_c_resumes_on_ray(cluster, texts, reference,
 
     with pytest.raises(TrainingInterrupted):
         AdaptorGrammar(UNIGRAM).fit(texts, workers=2, checkpoint_dir=tmp_path, callback=interrupt, **OPTIONS)
-    iterations = [read_npz(tmp_path / f"chain-{c}.npz", "checkpoint")[1]["iteration"] for c in range(2)]
+    iterations = [read_checkpoint_file(tmp_path / f"chain-{c}.npz", "checkpoint")[1]["iteration"] for c in range(2)]
     assert all(0 < i < 60 for i in iterations)
     got = AdaptorGrammar(UNIGRAM).fit(texts, backend="ray", checkpoint_dir=tmp_path, resume=True, **OPTIONS)
     assert_same_model(got, reference)
@@ -134,7 +135,7 @@ def test_ray_chains_stopped_by_the_callback_resume_exactly(cluster, texts, tmp_p
     with pytest.raises(TrainingInterrupted) as stop:
         AdaptorGrammar(UNIGRAM).fit(longer, backend="ray", checkpoint_dir=tmp_path, callback=interrupt, **OPTIONS)
     assert stop.value.signum == signal.SIGINT
-    assert all(read_npz(tmp_path / f"chain-{c}.npz", "checkpoint")[1]["iteration"] < 60 for c in range(2))
+    assert all(read_checkpoint_file(tmp_path / f"chain-{c}.npz", "checkpoint")[1]["iteration"] < 60 for c in range(2))
     got = AdaptorGrammar(UNIGRAM).fit(longer, workers=2, checkpoint_dir=tmp_path, resume=True, **OPTIONS)
     assert_same_model(got, reference)
 
@@ -219,7 +220,7 @@ def test_ctrl_c_on_the_driver_stops_every_ray_chain_and_its_cluster(texts, tmp_p
         os.kill(driver.pid, signal.SIGINT)
         assert driver.wait(timeout=90) == 130, (tmp_path / "stderr").read_text()
         assert "--resume" in (tmp_path / "stderr").read_text()
-        stopped_at = [read_npz(out / "checkpoints" / f"chain-{c}.npz", "checkpoint")[1]["iteration"]
+        stopped_at = [read_checkpoint_file(out / "checkpoints" / f"chain-{c}.npz", "checkpoint")[1]["iteration"]
                       for c in range(2)]
         assert all(3 <= i < 150 for i in stopped_at), stopped_at
         deadline = time.monotonic() + 30

@@ -58,9 +58,9 @@ checkpoint_every = 2
 #: trainer -> (module and name of its checkpoint writer, the override that makes run 2 another run,
 #: the setting E180 then names)
 TRAINERS = {
-    "mcmc": (("spacy_ag.runs.chain_pool", "write_npz_atomic"), ["--training.seed", "7"], "training.seed"),
-    "online": (("spacy_ag.runs.online_runner", "write_npz_atomic"), ["--training.seed", "7"], "training.seed"),
-    "topics-gibbs": (("spacy_ag.topics.gibbs", "write_npz_atomic"), ["--topics.alpha", "0.5"], "topics.alpha"),
+    "mcmc": (("spacy_ag.runs.chain_pool", "write_checkpoint_file"), ["--training.seed", "7"], "training.seed"),
+    "online": (("spacy_ag.runs.online_runner", "write_checkpoint_file"), ["--training.seed", "7"], "training.seed"),
+    "topics-gibbs": (("spacy_ag.topics.gibbs", "write_checkpoint_file"), ["--topics.alpha", "0.5"], "topics.alpha"),
     "topics-online": (("spacy_ag.archive", "write_archive"), ["--training.seed", "7"], "training.seed"),
 }
 

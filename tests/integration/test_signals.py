@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from spacy_ag.archive import read_checkpoint_file
 from spacy_ag.cli import app
 from spacy_ag.errors import TrainingLayerError
-from spacy_ag.serialize import read_npz
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_raw
 from spacy_ag.train.lock import output_lock
 from conftest import UNIGRAM, engine_config
@@ -213,7 +213,7 @@ def test_a_signal_to_the_parent_alone_stops_every_chain_with_checkpoints(engine,
     names = sorted(p.name for p in checkpoints.iterdir())
     assert names == [f"chain-{c}.npz" for c in range(chains)] + ["run.json"]  # and no temporary file
     for c in range(chains):  # written at the stop (checkpoint_every is larger than the run)
-        _, meta = read_npz(checkpoints / f"chain-{c}.npz", "checkpoint")
+        _, meta = read_checkpoint_file(checkpoints / f"chain-{c}.npz", "checkpoint")
         assert 2 <= meta["iteration"] < 200
         assert f"chain {c} at iteration {meta['iteration']}" in run.err()
     assert not (out / "model").exists()

@@ -33,14 +33,18 @@ LAYERS: List[Tuple[str, List[str]]] = [
     ("kernels", ["core/__init__.py", "core/compiled.py", "core/state.py", "core/rng.py", "core/borrowed.py",
                  "core/analyses.py", "core/chart.py", "core/sampler.py", "core/hyper.py", "core/segmentation.py",
                  "core/viterbi.py", "core/expectations.py", "core/grammatons.py", "core/variational.py",
-                 "core/vhyper.py", "core/topics.py", "core/topic_gibbs.py"]),
-    ("runners and storage", ["core/warm_start.py",
-                             "runs/", "topics/gibbs.py",
-                             "serialize.py", "archive.py", "model_headers.py", "core/state_checks.py"]),
+                 "core/vhyper.py", "core/topics.py", "core/topic_gibbs.py", "core/seating.py",
+                 "core/state_checks.py"]),
+    ("runners and storage", ["runs/", "topics/gibbs.py", "serialize.py", "archive.py", "model_headers.py"]),
     ("models", ["model.py", "topics/model.py", "topics/__init__.py"]),
     ("faces", ["components/", "annotation/", "config.py"]),
     ("entry points", ["train/", "cli/", "__main__.py", "__init__.py"]),
 ]
+
+#: What the kernels (every module of core/) may import besides each other: numba's environment, the
+#: error table and the grammar the compiler reads. Not `settings`: a runner turns settings into the
+#: plain values a kernel takes, and a Python driver of kernels lives in runs/, a floor up.
+KERNEL_IMPORTS = ("spacy_ag.kernel_environment", "spacy_ag.errors", "spacy_ag.grammar")
 
 #: Packages whose __init__ defines an object that its own command modules import to register on it,
 #: then imports them: the one kind of cycle allowed (a submodule -> its package edge is left out of
@@ -163,6 +167,17 @@ def upward_edges(edges: Iterable[Edge], layer: Dict[str, int]) -> List[str]:
     return [f"{e.importer} -> {e.imported} (line {e.line})" for e in edges if layer[e.importer] < layer[e.imported]]
 
 
+def foreign_imports(edges: Iterable[Edge], package: str, allowed: Sequence[str]) -> List[str]:
+    """The imports by modules of `package` of modules outside it and outside `allowed` (each a module
+    or a package with its modules), as ``importer -> imported (line N)``."""
+    def within(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    return [f"{e.importer} -> {e.imported} (line {e.line})" for e in edges
+            if within(e.importer, package) and not within(e.imported, package)
+            and not any(within(e.imported, a) for a in allowed)]
+
+
 def import_cycles(edges: Iterable[Edge], registration_packages: Set[str] = frozenset()) -> List[List[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted.
 
@@ -237,9 +252,20 @@ def test_no_lower_layer_imports_a_higher_one():
     # the graph is really read: edges that must be there are there
     pairs = {(e.importer, e.imported) for e in edges}
     assert {("spacy_ag.model", "spacy_ag.runs.chain_pool"), ("spacy_ag.runs.chain_pool", "spacy_ag.runs.mcmc_chain"),
-            ("spacy_ag.runs.mcmc_chain", "spacy_ag.core.sampler"), ("spacy_ag.serialize", "spacy_ag.about")} <= pairs
+            ("spacy_ag.runs.mcmc_chain", "spacy_ag.core.sampler"),
+            ("spacy_ag.serialize", "spacy_ag.core.state")} <= pairs
     layer, _ = module_layers(PACKAGE_DIR, LAYERS)
     assert upward_edges(edges, layer) == []
+
+
+def test_the_kernels_import_only_kernels_and_what_they_stand_on():
+    layer, _ = module_layers(PACKAGE_DIR, LAYERS)
+    kernels = [name for name, _ in LAYERS].index("kernels")
+    core = [m for m in layer if m == "spacy_ag.core" or m.startswith("spacy_ag.core.")]
+    assert len(core) > 15
+    # a module of core/ declared on a higher floor could import runs/ unseen by the layer check
+    assert [m for m in core if layer[m] != kernels] == []
+    assert foreign_imports(import_edges(PACKAGE_DIR), "spacy_ag.core", KERNEL_IMPORTS) == []
 
 
 def test_no_import_cycles():
@@ -344,6 +370,13 @@ def test_the_checker_catches_an_upward_edge_and_cycles(tmp_path):
     assert upward_edges(edges, layer) == ["fake.late -> fake.top (line 5)"]
     assert import_cycles(edges) == [["fake.app", "fake.app.command"], ["fake.sub.a", "fake.sub.b"]]
     assert import_cycles(edges, {"fake.app"}) == [["fake.sub.a", "fake.sub.b"]]
+
+
+def test_the_checker_catches_an_import_out_of_a_package(tmp_path):
+    edges = import_edges(write_fake_package(tmp_path))
+    assert foreign_imports(edges, "fake.app", ["fake.base"]) == ["fake.app.command -> fake.top (line 2)"]
+    assert foreign_imports(edges, "fake.app", ["fake.top"]) == []
+    assert foreign_imports(edges, "fake.sub", []) == []  # imports inside the package are its own
 
 
 def test_the_checker_catches_a_bad_declaration(tmp_path):

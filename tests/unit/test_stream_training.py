@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_ag import AdaptorGrammar
+from spacy_ag.archive import read_checkpoint_file
 from spacy_ag.cli import app
 from spacy_ag.runs import online_learner as online
 from spacy_ag.evaluation import read_segmented, segmentation_scores
-from spacy_ag.serialize import read_npz
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold
 from spacy_ag.train.engine import segment_lines, write_segmentation
 
@@ -72,7 +72,7 @@ def assert_same_run(out, reference):
 
 def checkpoint_position(out):
     """(pass, chunks of it consumed, minibatches done) of the run's checkpoint."""
-    meta = read_npz(out / "checkpoints" / "online.npz", "checkpoint")[1]
+    meta = read_checkpoint_file(out / "checkpoints" / "online.npz", "checkpoint")[1]
     return meta["epoch"], meta["position"], meta["progress"]["minibatches"]
 
 

@@ -214,7 +214,7 @@ def test_damaged_archives_are_one_model_file_error(model, tmp_path):
 
 
 def test_format_1_models_are_converted_on_load(model, tmp_path):
-    from spacy_ag.serialize import npz_bytes
+    from spacy_ag.archive import npz_bytes
 
     archive = read_archive(_saved(model, tmp_path / "new"), "model")
     old = tmp_path / "old"
@@ -222,7 +222,8 @@ def test_format_1_models_are_converted_on_load(model, tmp_path):
     (old / "grammar.lt").write_text(archive.grammar_text, encoding="utf8")
     meta = {k: v for k, v in archive.header.items() if k not in ("arrays", "grammar_sha256")}
     meta.update(kind="model", format_version=1)
-    (old / "state.npz").write_bytes(npz_bytes(archive.arrays, meta))
+    header = np.frombuffer(json.dumps(meta).encode("utf8"), dtype=np.uint8)  # format 1: inside the npz
+    (old / "state.npz").write_bytes(npz_bytes({**archive.arrays, "__meta__": header}))
     with pytest.warns(UserWarning, match="format 1"):
         loaded = AdaptorGrammar.load(old)
     assert loaded.to_bytes() == model.to_bytes()

@@ -1,4 +1,4 @@
-"""The warm start of a chain from an online pass (`[sampler] init = "online"`, core/warm_start.py).
+"""The warm start of a chain from an online pass (`[sampler] init = "online"`, runs/warm_start.py).
 
 The chain's first state must be one the sampler can run on (the counts of its
 trees, tables pointing at open tables of their adaptor, labels spelling their
@@ -16,7 +16,7 @@ import pytest
 from spacy_ag.runs.mcmc_chain import Chain, SamplerSettings, pack_corpus
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.hyper import log_posterior
-from spacy_ag.core.warm_start import warm_start
+from spacy_ag.runs.warm_start import warm_start
 from spacy_ag.evaluation import segmentation_scores
 from spacy_ag.grammar import parse_grammar_text
 from spacy_ag.model import AdaptorGrammar

@@ -1,12 +1,11 @@
-"""Warm start of an MCMC chain from an online model (docs/algorithms.md 3.11).
+"""Seating an online model's draws as an MCMC chain's first analyses: the kernels of the warm
+start (docs/algorithms.md 3.11; the driver is `spacy_ag.runs.warm_start`).
 
-One online pass learns in seconds what the first tens of sweeps learn from a
-batch initialisation. Each sentence's first analysis is then one tree drawn
-from the online model's G' (the draw of its E-step, with the sentence's own
-random stream), and the chain's tables are opened so that every grammaton
-entry the draws reuse becomes one table whose customers are all its uses: the
-chain starts from the online model's lexicon, with its counts, instead of one
-table per adapted node.
+Each sentence's first analysis is one tree drawn from the online model's G',
+and the chain's tables are opened so that every grammaton entry the draws
+reuse becomes one table whose customers are all its uses: the chain starts
+from the online model's lexicon, with its counts, instead of one table per
+adapted node.
 
 A draw names grammaton entries of the online state (records `REC_CACHED`);
 their derivations, nested entries included, are copied into the chain's pools.
@@ -16,19 +15,13 @@ from __future__ import annotations
 import numpy as np
 from ..kernel_environment import kernel
 
-from ..settings import OnlineSettings
 from .analyses import add
 from .borrowed import borrowed
-from ..runs.mcmc_chain import UnparseableSentence
 from .chart import REC_CACHED, REC_RULE, REC_TERM, trie_need
 from .grammatons import yield_node
-from ..runs.online_learner import OnlineLearner
 from .sampler import need_nodes
 from .state import OPEN, RULE, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_terms
 from .variational import OK
-
-#: Sentences drawn at a time when the chain's first analyses are seated (bounds the records in memory).
-DRAW_BATCH = 2000
 
 
 @kernel(cache=True)
@@ -156,31 +149,3 @@ def seat_draws(G, So, Sc, words, sent_ptr, batch, rec, rec_ptr, samp_len, status
             entry_table[pend[i, 1]] = Sc.node_table[pend[i, 0]]
         pos += 1
     return pos
-
-
-def warm_start(chain, settings: OnlineSettings) -> OnlineLearner:
-    """Initialise `chain` (a fresh `Chain`) from `settings.passes` online passes over its corpus.
-
-    The learner has the chain's seed; each sentence's first analysis is the first of the trees
-    its E-step draws under the final G' (random streams -1, -2, ...: the pass used 1, 2, ...).
-    """
-    words, sent_ptr, n = chain.words, chain.sent_ptr, chain.n_sentences
-    learner = OnlineLearner(chain.compiled, settings, seed=chain.seed)
-    for epoch in range(settings.passes):
-        order = learner.shuffled(n, epoch)
-        for i in range(0, n, settings.batch_size):
-            learner.step(words, sent_ptr, order[i:i + settings.batch_size], settings.corpus_size or n)
-    entry_table = np.full(learner.state.tab_count.shape[0], -1, np.int64)
-    for i in range(0, n, DRAW_BATCH):
-        batch = np.arange(i, min(n, i + DRAW_BATCH), dtype=np.int64)
-        rec, rec_ptr, samp_len, _, status = learner.sample(words, sent_ptr, batch, -1 - i // DRAW_BATCH)
-        pos = 0
-        while pos < len(batch):
-            new_pos = seat_draws(chain.G, learner.state, chain.state, words, sent_ptr, batch, rec, rec_ptr,
-                                 samp_len, status, pos, chain.settings.collapsed, chain.max_unary, entry_table)
-            if new_pos < 0:
-                raise UnparseableSentence(-new_pos - 1)
-            if new_pos == pos:
-                chain._grow(chain.max_len)
-            pos = new_pos
-    return learner
