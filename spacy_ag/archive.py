@@ -95,31 +95,52 @@ def _umask() -> int:
     return mask
 
 
-def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """An .npz archive (readable by `np.load`), byte-stable: sorted members, fixed timestamps."""
-    members = {}
-    for name, arr in arrays.items():
-        out = io.BytesIO()
-        np.lib.format.write_array(out, np.asanyarray(arr), allow_pickle=False)
-        members[name + ".npy"] = out.getvalue()
-    return zip_bytes(members)
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> memoryview:
+    """An .npz archive (readable by `np.load`), byte-stable: sorted members, fixed timestamps.
+    A view of one buffer: the arrays are copied once, not once per member and again whole."""
+    buf = io.BytesIO()
+    write_npz(buf, arrays)
+    return buf.getbuffer()
+
+
+def write_npz(f: IO, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write `npz_bytes(arrays)` to the seekable binary file f, each array streamed into its member."""
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
+        for member, name in sorted((name + ".npy", name) for name in arrays):
+            info = zipfile.ZipInfo(member, date_time=_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            with zf.open(info, "w") as out:
+                np.lib.format.write_array(out, np.asanyarray(arrays[name]), allow_pickle=False)
 
 
 def zip_bytes(members: Mapping[str, bytes]) -> bytes:
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+    write_zip(buf, members)
+    return buf.getvalue()
+
+
+def write_zip(f: IO, members: Mapping[str, bytes]) -> None:
+    """Write the zip of `members` (sorted, fixed timestamps, stored) to the binary file f."""
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(members):
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.external_attr = 0o644 << 16
             zf.writestr(info, members[name])
-    return buf.getvalue()
 
 
 def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
              compact: bool = False) -> Dict[str, bytes]:
-    """The members of an archive. A model's header is indented with sorted keys, for people who read
-    it; a checkpoint's (`compact`), rewritten every few iterations with its trace and counts, is
-    written by json's fast encoder, in the order the runner gave."""
+    """The members of an archive (see `_header_bytes`)."""
+    return {HEADER: _header_bytes(kind, grammar_text, arrays, meta, compact),
+            GRAMMAR: grammar_text.encode("utf8"),
+            ARRAYS: npz_bytes(arrays)}
+
+
+def _header_bytes(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+                  compact: bool) -> bytes:
+    """An archive's header.json. A model's is indented with sorted keys, for people who read it; a
+    checkpoint's (`compact`), rewritten every few iterations with its trace and counts, is written
+    by json's fast encoder, in the order the runner gave."""
     from .about import __version__
 
     header = {
@@ -132,9 +153,7 @@ def _members(kind: str, grammar_text: str, arrays: Mapping[str, np.ndarray], met
         **meta,
     }
     text = json.dumps(header) if compact else json.dumps(header, indent=1, sort_keys=True)
-    return {HEADER: text.encode("utf8"),
-            GRAMMAR: grammar_text.encode("utf8"),
-            ARRAYS: npz_bytes(arrays)}
+    return text.encode("utf8")
 
 
 #: The names of the temporary siblings below (``tempfile``'s 8 random characters between the
@@ -269,9 +288,14 @@ def write_archive(path: PathLike, kind: str, grammar_text: str, arrays: Mapping[
                   meta: Mapping[str, Any]) -> None:
     """Write the archive directory `path` whole, replacing any archive there."""
     def write(tmp: Path) -> None:
-        for name, data in _members(kind, grammar_text, arrays, meta).items():
+        members = {HEADER: _header_bytes(kind, grammar_text, arrays, meta, False),
+                   GRAMMAR: grammar_text.encode("utf8"), ARRAYS: None}
+        for name, data in members.items():
             with naming_failed_write(Path(path) / name), open(tmp / name, "wb") as f:
-                f.write(data)
+                if data is None:
+                    write_npz(f, arrays)  # streamed: no copy of the arrays in memory
+                else:
+                    f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
         os.chmod(tmp, 0o777 & ~_umask())
@@ -577,10 +601,13 @@ def checkpoint_bytes(kind: str, arrays: Mapping[str, np.ndarray], meta: Mapping[
     return zip_bytes(_members(kind, "", arrays, meta, compact=True))
 
 
+@holding_sigterm
 def write_checkpoint_file(path: PathLike, kind: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
                           ) -> None:
-    """Replace the checkpoint `path` atomically, SIGTERM held back until it is done."""
-    write_atomic_file(path, checkpoint_bytes(kind, arrays, meta))
+    """Replace the checkpoint `path` atomically with `checkpoint_bytes`, SIGTERM held back until it
+    is done; the outer zip goes straight to the file, so the arrays are copied once."""
+    with atomic_writer(path) as f:
+        write_zip(f, _members(kind, "", arrays, meta, compact=True))
 
 
 def read_checkpoint_file(path: PathLike, kind: str):

@@ -100,6 +100,9 @@ class Errors(metaclass=_WithCodes):
             "e.g. at punctuation (split_at, boundary_chars)")
     E121 = ("{source}: a run of {n} terminals without a boundary would need {need:.1f} GiB of charts (at most "
             "{gib:.0f} GiB); split such lines, e.g. at punctuation (split_at, boundary_chars), or shorten them")
+    E122 = ("{source}: line {line} has {n} terminals without a boundary; training on it would take about "
+            "{need:.1f} GiB, more than the {free:.1f} GiB this process can still allocate; split such lines, "
+            "e.g. at punctuation (split_at, boundary_chars), or train where more memory is free")
     E110 = ("{where}: lone surrogate U+{code:04X} at character {column}: not Unicode text; decode the input "
             "as UTF-8 with errors='strict' or 'replace', not 'surrogateescape'")
     E111 = "{path}:{line}: not valid UTF-8 ({what} at column {column})"

@@ -40,6 +40,7 @@ from .settings import (
 from .runs.chain_pool import TraceCallback, corpus_fingerprint
 from .runs.marginal_decoding import MarginalCounts, words_from_key
 from .runs.mcmc_runner import run_mcmc
+from .runs.memory_budget import available_bytes, kernel_threads, training_bytes
 from .runs.online_runner import (
     STREAM_TRACE_KEPT, VariationalRun, mode_settings, model_arrays, shuffled_stream, variational_from_arrays,
 )
@@ -201,7 +202,9 @@ class AdaptorGrammar:
                                          checkpoint_every=checkpoint_every, resume=resume, gold=gold,
                                          eval_every=eval_every, training=training, run=run)
         compiled = self._prepare(corpus)
-        words, sent_ptr = self._pack(corpus.sentences, corpus.path)
+        words, sent_ptr = self._pack(corpus.sentences, corpus.path, training=True)
+        samples = self.online.samples if self.sampler.init == "online" else 0
+        self._require_training_room(corpus, samples, charts=chains * (1 + bool(samples) * kernel_threads()))
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar))
         run = self.checkpoint_run(run, seed, self.online if self.sampler.init == "online" else None)
         try:
@@ -267,8 +270,9 @@ class AdaptorGrammar:
                          resume: bool, gold, eval_every: int, training: TrainingSettings,
                          run: Optional[Mapping[str, Any]] = None) -> "AdaptorGrammar":
         compiled = self._prepare(corpus)
-        words, sent_ptr = self._pack(corpus.sentences, corpus.path)
+        words, sent_ptr = self._pack(corpus.sentences, corpus.path, training=True)
         settings = mode_settings(self.inference, self.online, len(corpus))
+        self._require_training_room(corpus, settings.samples, charts=kernel_threads())
         fingerprint = corpus_fingerprint(words, sent_ptr, write_pycfg(self.grammar) + self.inference)
         ckpt = str(Path(checkpoint_dir) / "online.npz") if checkpoint_dir else None
         identity = self.checkpoint_run(run, seed, settings)
@@ -462,19 +466,33 @@ class AdaptorGrammar:
             self.grammar = expand_corpus_class(self.grammar, letters)
             self.compiled = CompiledGrammar(self.grammar)
 
-    def _pack(self, chunks: Sequence[Sequence[str]], source: Optional[PathLike] = None):
+    def _pack(self, chunks: Sequence[Sequence[str]], source: Optional[PathLike] = None, training: bool = False):
         """Terminal ids and offsets of `chunks`, refusing before any work a chunk whose charts
-        would not fit in `MAX_CHART_BYTES`."""
+        would not fit in `MAX_CHART_BYTES` (training fills long charts in blocks: its own check is
+        `_require_training_room`)."""
         longest = max((len(c) for c in chunks), default=0)
-        self._require_chart_room(longest, source)
+        self._require_chart_room(longest, source, whole=not training)
         return pack_corpus(self.compiled, chunks)
 
-    def _require_chart_room(self, n: int, source: Optional[PathLike] = None) -> None:
+    def _require_training_room(self, corpus: Corpus, samples: int, charts: int) -> None:
+        """Refuse in one line, before any work, a corpus whose longest line would take more memory
+        to train on than this process can still allocate (`runs/memory_budget.py`)."""
+        if not len(corpus):
+            return
+        longest = max(range(len(corpus)), key=lambda i: len(corpus.sentences[i]))
+        n = len(corpus.sentences[longest])
+        need = training_bytes(self.compiled, n, samples, charts)
+        free = available_bytes()
+        if free is not None and need > free:
+            raise TextError(Errors.E122.format(source=corpus.path or "<texts>", line=corpus.lines[longest], n=n,
+                                               need=need / 2 ** 30, free=free / 2 ** 30))
+
+    def _require_chart_room(self, n: int, source: Optional[PathLike] = None, whole: bool = True) -> None:
         G = self.compiled.arrays
         if G.band == 0 and n > MAX_RUN_TERMINALS:
             raise TextError(Errors.E120.format(source=source or "<texts>", n=n, limit=MAX_RUN_TERMINALS))
         need = (n + 1) * (chart_width(G, n) + 2) * (8 * G.n_sym + 12)
-        if need > MAX_CHART_BYTES:
+        if whole and need > MAX_CHART_BYTES:
             raise TextError(Errors.E121.format(source=source or "<texts>", n=n, need=need / 2 ** 30,
                                                gib=MAX_CHART_BYTES / 2 ** 30))
 

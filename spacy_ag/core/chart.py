@@ -13,21 +13,30 @@ is the span (i, i + d) for d <= width, and chart[i, width + 1] the span
 A full chart is the case width = n.
 
 The chart arrays: `new_chart(G, n_max)` makes them for texts of up to n_max
-terminals, and a text of n <= n_max uses the rows 0..n; width = chart_width(G,
-n_max), the band, or n_max for a full chart; n_sym chart symbols.
+terminals; width = chart_width(G, n_max), the band, or n_max for a full chart;
+n_sym chart symbols. A chart of at most FULL_CHART_BYTES holds every row, and
+row i of a text is stored at i. A larger one is filled and drawn in blocks of
+B = chart_block(G, n_max) rows (docs/algorithms.md 3.5): its first V = B +
+width + 1 rows are a window holding rows base .. base + V - 1 of the text (row
+i at i - base), and after them come width + 1 saved rows per block but the last,
+the rows right of each block, kept by `inside` for `_window_at`. rows =
+chart_rows(G, n_max, B): n_max + 1 for a whole chart.
 
     field   shape                          dtype    meaning
-    chart   (n_max + 1, width + 2, n_sym)  float64  inside weights: chart[i, d, X] of symbol X over the span from i
+    chart   (rows, width + 2, n_sym)       float64  inside weights: chart[i, d, X] of symbol X over the span from i
                                                     of length d <= width, chart[i, width + 1, X] over the suffix
                                                     from i when longer; the weight is the entry times exp(scale) of
                                                     its cell, 0 when X does not derive the span
-    scale   (n_max + 1, width + 2)         float64  log scale of each cell, a whole multiple of ln 2; -inf: nothing
+    scale   (rows, width + 2)              float64  log scale of each cell, a whole multiple of ln 2; -inf: nothing
                                                     derives the span
-    ynode   (n_max + 1, width + 2)         int32    trie node of the span's string (`span_yields`; `sample_tree`
+    ynode   (V, width + 2)                 int32    trie node of the span's string (`span_yields`; `sample_tree`
                                                     adds the ones it creates), -1 if no table ever had that yield;
                                                     always -1 in the column width + 1
+    window  (3,)                           int64    base, the text's row stored first; B, rows per block; V, the
+                                                    window's rows
     vchart  (n_max + 1, width + 2, n_sym)  float64  the Viterbi chart (`new_viterbi_chart`, `viterbi_chart`): the
-                                                    best log weight of each item, -inf for none; no scale
+                                                    best log weight of each item, -inf for none; no scale; always
+                                                    whole
 
 Tree records (`sample_records`): a tree drawn without touching the state (the
 variational E-step, re-derivation), as rows of rec, REC_WIDTH = 6 columns, in
@@ -617,7 +626,7 @@ def sample_tree(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad
     Adapted nodes expanded from the base become TABLE nodes with table -1
     (NEW) whose child is the label; `add` turns them into tables.
 
-    Shapes: as `inside`; rng (4,) uint64; tasks (at least need_nodes(n, max_unary) + 8, 4) int32, the stack
+    Shapes: as `inside`; rng (4,) uint64; tasks (at least need_nodes(G, n, max_unary) + 8, 4) int32, the stack
     of (pool node, symbol, start, end) to expand; buf (at least n + 3, 3) int32 (`Workspace`)."""
     return sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, window, start, skip_ad, inv_temp,
                                 np.empty(0), rng, tasks, buf)

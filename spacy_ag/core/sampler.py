@@ -23,9 +23,12 @@ UNPARSEABLE = -1
 
 
 @kernel(cache=True)
-def need_nodes(n, max_unary):
-    """Worst-case nodes of one analysis of n terminals (plus a label node per adapted node)."""
-    return 2 * (n + (2 * n) * (max_unary + 2)) + 8
+def need_nodes(G, n, max_unary):
+    """Worst-case nodes of one analysis of n terminals. Its leaves (terminals and reused tables)
+    cover at least one terminal each and its branching nodes are fewer than its leaves; above each
+    stands a chain of at most max_unary unary rules (and a lexical rule above a terminal); and each
+    new table adds a label node, at most G.adaptor_depth per terminal (`tables_need`)."""
+    return n * (max_unary + 2) + n * (max_unary + 1) + n * G.adaptor_depth + 8
 
 
 class Workspace:
@@ -34,15 +37,19 @@ class Workspace:
     The MCMC kernels (`sweep`, `initialize`, `resample_labels`) take these arrays; a
     kernel reads only the part a sentence of n <= max_len terminals needs. R rules and
     n_sym chart symbols of the compiled grammar; W = chart_width(G, max_len) (the band,
-    or max_len for a full chart); M = need_nodes(max_len, max_unary_chain) + 8.
+    or max_len for a full chart); M = need_nodes(G, max_len, max_unary_chain) + 8; C =
+    chart_rows(G, max_len, chart_block(G, max_len)) chart rows (max_len + 1 unless the longest
+    sentence's chart is filled in blocks) and V <= C of them the window (see chart.py).
 
         field    shape                        dtype    meaning
         max_len  scalar                       int      the longest sentence, in terminals
         rho      (R,)                         float64  theta' of every rule under the current state (`fill_rho`),
                                                        tempered: the rule weights of the inside pass
-        chart    (max_len + 1, W + 2, n_sym)  float64  the inside chart (see chart.py)
-        scale    (max_len + 1, W + 2)         float64  the chart's log scales (see chart.py)
-        ynode    (max_len + 1, W + 2)         int32    trie node of each span's string (see chart.py)
+        chart    (C, W + 2, n_sym)            float64  the inside chart (see chart.py)
+        scale    (C, W + 2)                   float64  the chart's log scales (see chart.py)
+        ynode    (V, W + 2)                   int32    trie node of each span's string (see chart.py)
+        window   (3,)                         int64    the chart's first row in the window, rows per block, the
+                                                       window's rows V (see chart.py)
         tasks    (M, 4)                       int32    `sample_tree`'s stack of items to expand: (pool node, symbol,
                                                        start, end)
         buf      (max_len + 3, 3)             int32    the children of one chosen chart rule, rightmost first:
@@ -56,7 +63,7 @@ class Workspace:
         self.max_len = max_len
         self.rho = np.zeros(G.rule_parent.shape[0])
         self.chart, self.scale, self.ynode, self.window = new_chart(G, max_len)
-        self.tasks = np.zeros((int(need_nodes(max_len, compiled.max_unary_chain)) + 8, 4), np.int32)
+        self.tasks = np.zeros((int(need_nodes(G, max_len, compiled.max_unary_chain)) + 8, 4), np.int32)
         self.buf = np.zeros((m + 2, 3), np.int32)
         self.terms = np.zeros(m, np.int32)
 
@@ -128,7 +135,7 @@ def sweep(G, S, words, sent_ptr, order, pos, collapsed, inv_temp, use_mh, max_un
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, need_nodes(n, max_unary), tables_need(G, n), trie_need(G, n)):
+        if not room_ok(S, need_nodes(G, n, max_unary), tables_need(G, n), trie_need(G, n)):
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         if not _mh_step(G, S, w, n, d, collapsed, inv_temp, use_mh, rho, chart, scale, ynode, window,
@@ -156,7 +163,7 @@ def initialize(G, S, words, sent_ptr, order, pos, incremental, collapsed, max_un
     while pos < order.shape[0]:
         d = order[pos]
         n = sent_ptr[d + 1] - sent_ptr[d]
-        if not room_ok(S, need_nodes(n, max_unary), tables_need(G, n), trie_need(G, n)):
+        if not room_ok(S, need_nodes(G, n, max_unary), tables_need(G, n), trie_need(G, n)):
             return pos
         w = words[sent_ptr[d]:sent_ptr[d + 1]]
         if incremental:
@@ -263,7 +270,7 @@ def resample_labels(G, S, tables, pos, collapsed, inv_temp, max_unary, rho, char
             pos += 1
             continue
         n = yield_terms(S, S.tab_yield[k], terms)
-        if not room_ok(S, need_nodes(n, max_unary), tables_need(G, n), trie_need(G, n)):
+        if not room_ok(S, need_nodes(G, n, max_unary), tables_need(G, n), trie_need(G, n)):
             return pos
         ad = S.tab_adaptor[k]
         A = G.adaptor_nt[ad]

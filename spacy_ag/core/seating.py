@@ -17,7 +17,7 @@ from ..kernel_environment import kernel
 
 from .analyses import add
 from .borrowed import borrowed
-from .chart import REC_CACHED, REC_RULE, REC_TERM, trie_need
+from .chart import REC_CACHED, REC_RULE, REC_TERM, tables_need, trie_need
 from .grammatons import yield_node
 from .sampler import need_nodes
 from .state import OPEN, RULE, TABLE, TERM, alloc_node, link_built_children, room_ok, yield_terms
@@ -34,7 +34,7 @@ def _entry_node(G, So, Sc, k, entry_table, terms, work, top, pend, n_pend):
     table `add` opens for it.
 
     Shapes: entry_table (T of So,) int64, written; terms (at least the yield's length,) int32; work (rows, 2) and
-    pend (rows, 2) int64, rows = need_nodes(n, max_unary) + 1 (`seat_draws`)."""
+    pend (rows, 2) int64, rows = need_nodes(G, n, max_unary) + 1 (`seat_draws`)."""
     X = G.adaptor_nt[So.tab_adaptor[k]]
     x = alloc_node(Sc, TABLE, X, -1)
     t = entry_table[k]
@@ -132,8 +132,8 @@ def seat_draws(G, So, Sc, words, sent_ptr, batch, rec, rec_ptr, samp_len, status
         if status[pos] != OK:
             return -(d + 1)
         n = sent_ptr[d + 1] - sent_ptr[d]
-        nodes = need_nodes(n, max_unary)
-        if not room_ok(Sc, nodes, nodes, trie_need(G, n)):
+        nodes = need_nodes(G, n, max_unary)
+        if not room_ok(Sc, nodes, tables_need(G, n), trie_need(G, n)):
             return pos
         r0 = rec_ptr[pos]
         r1 = r0 + samp_len[pos, 0]

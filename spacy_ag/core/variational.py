@@ -507,7 +507,7 @@ def entry_seed(base, e):
 
 
 @kernel(cache=True)
-def rederive_layout(S, entries, max_unary, rec_ptr):
+def rederive_layout(G, S, entries, max_unary, rec_ptr):
     """rec_ptr[e]:rec_ptr[e+1] is the record room of entries[e]'s draw: the most nodes a tree
     over its yield can have. Returns the longest yield.
 
@@ -517,7 +517,7 @@ def rederive_layout(S, entries, max_unary, rec_ptr):
     for e in range(entries.shape[0]):
         n = yield_length(S, S.tab_yield[entries[e]])
         longest = max(longest, n)
-        rec_ptr[e + 1] = rec_ptr[e] + need_nodes(n, max_unary) + 16
+        rec_ptr[e + 1] = rec_ptr[e] + need_nodes(G, n, max_unary) + 16
     return longest
 
 

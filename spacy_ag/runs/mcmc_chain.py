@@ -74,7 +74,7 @@ class Chain:
 
     # ------------------------------------------------------------------
     def _grow(self, n: int):
-        self.state = grow(self.state, need_nodes(n, self.max_unary), tables_need(self.G, n),
+        self.state = grow(self.state, need_nodes(self.G, n, self.max_unary), tables_need(self.G, n),
                           trie_need(self.G, n), self.G.n_term)
 
     def _drive(self, kernel, n_items: int, *args):

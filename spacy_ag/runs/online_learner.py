@@ -128,7 +128,7 @@ class OnlineLearner:
         if max_len <= self._work_len:
             return
         self._work_len = max(max_len, 2 * self._work_len)
-        per_tree = int(need_nodes(self._work_len, self.compiled.max_unary_chain)) + 16
+        per_tree = int(need_nodes(self.G, self._work_len, self.compiled.max_unary_chain)) + 16
         self.stack = np.empty(2 * per_tree + 16, np.int32)
         self.built = np.empty(per_tree, np.int32)
         self.terms = np.empty(self._work_len + 1, np.int32)
@@ -346,7 +346,7 @@ class OnlineLearner:
         G = self.G
         entries = entries_by_rank(self.state, self.V, ad)
         rec_ptr = np.empty(len(entries) + 1, np.int64)
-        longest = int(rederive_layout(self.state, entries, self.compiled.max_unary_chain, rec_ptr))
+        longest = int(rederive_layout(self.G, self.state, entries, self.compiled.max_unary_chain, rec_ptr))
         rec = np.empty((int(rec_ptr[-1]), 6), np.int32)
         counts = np.empty(len(entries), np.int64)
         base = np.uint64(mix_seeds(self.seed, self.minibatches, 0x5EED, ad))

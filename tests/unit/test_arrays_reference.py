@@ -14,7 +14,7 @@ from spacy_ag.runs.sharded_estep import Draws
 from spacy_ag.core.grammatons import Variational, fit_capacity, new_variational
 from spacy_ag.core.rng import make_rng
 from spacy_ag.core.sampler import Workspace, need_nodes
-from spacy_ag.core.chart import chart_width
+from spacy_ag.core.chart import chart_block, chart_rows, chart_width
 from spacy_ag.core.state import State, grow, new_state
 from spacy_ag.core.topics import TopicRules
 from spacy_ag.grammar.reader import parse_grammar_text
@@ -151,7 +151,8 @@ def test_workspace_table():
     ws = Workspace(compiled, max_len)
     rows = table_of("spacy_ag/core/sampler.py", "Workspace")
     symbols = dict(max_len=max_len, R=G.rule_parent.shape[0], n_sym=G.n_sym, W=int(chart_width(G, max_len)),
-                   M=int(need_nodes(max_len, compiled.max_unary_chain)) + 8)
+                   M=int(need_nodes(G, max_len, compiled.max_unary_chain)) + 8,
+                   C=int(chart_rows(G, max_len, chart_block(G, max_len))), V=int(ws.window[2]))
     check(rows, list(vars(ws)), lambda f: getattr(ws, f), symbols)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from spacy_ag.core.chart import (
     chart_block, chart_rows, chart_width, inside, inside_weighted, new_chart, new_chart_blocked, sample_records,
-    sample_tree, trie_need,
+    sample_tree, tables_need, trie_need,
 )
 from spacy_ag.core.analyses import fill_rho, free_tree
 from spacy_ag.core.compiled import CompiledGrammar
@@ -169,7 +169,7 @@ def test_a_tree_adds_at_most_trie_need_trie_nodes(core, name):
     words = np.array(C.encode(list(np.random.default_rng(4).choice(list(letters), size=n))), np.int32)
     chain = Chain(C, words, np.array([0, n], np.int64), SamplerSettings(collapsed=True, init="incremental"), seed=2)
     need = trie_need(G, n)
-    nodes = need_nodes(n, C.max_unary_chain)
+    nodes = need_nodes(G, n, C.max_unary_chain)
     S = grow(chain.state, nodes, nodes, need, G.n_term)  # no tables yet: every table opened has a new yield
     assert int(S.counters[N_TRIE]) + need <= S.trie_parent.shape[0]
     assert need == n * G.adaptor_depth + 1  # tighter than the band's spans
@@ -188,3 +188,42 @@ def test_a_tree_adds_at_most_trie_need_trie_nodes(core, name):
 def test_adaptor_depth_counts_adapted_nodes_on_a_path(core, name, depth):
     grammar = core.unigram_grammar("ab") if name == "unigram" else core.colloc_grammar("ab")
     assert CompiledGrammar(grammar).arrays.adaptor_depth == depth
+
+
+@pytest.mark.parametrize("name", ["brent-unigram", "brent-colloc", "brent-funcwords-both", "chinese-colloc3"])
+def test_a_tree_stays_within_the_node_table_and_trie_bounds(name):
+    """The pools' room checks reserve need_nodes, tables_need and trie_need per tree: on an empty
+    state (every adapted node a new table with a new yield) trees of the shipped grammars stay within them."""
+    from pathlib import Path
+
+    from spacy_ag.core.state import N_TRIE, NODE_HWM, TAB_HWM
+    from spacy_ag.core.analyses import add
+    from spacy_ag.grammar import expand_corpus_class, read_grammar
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "grammars" / f"{name}.lt"
+    C = CompiledGrammar(expand_corpus_class(read_grammar(path), list("abcdefghijkl")))
+    letters = C.terminals  # a grammar with its own phoneme classes ignores the letters given
+    G = C.arrays
+    rng = np.random.default_rng(7)
+    drawn = 0
+    for n in (1, 2, 7, 40):
+        words = np.array(C.encode(list(rng.choice(letters, size=n))), np.int32)
+        chain = Chain(C, words, np.array([0, n], np.int64), SamplerSettings(collapsed=True, init="incremental"),
+                      seed=n)
+        nodes, tables, trie = need_nodes(G, n, C.max_unary_chain), int(tables_need(G, n)), int(trie_need(G, n))
+        S = grow(chain.state, 6 * nodes, 6 * tables, 6 * trie, G.n_term)  # room for the five trees kept
+        rho = np.zeros(G.rule_parent.shape[0])
+        fill_rho(G, S, rho, True, -1, 1.0)
+        ws = Workspace(C, n)
+        stack = np.zeros(2 * S.node_kind.shape[0] + 16, np.int32)
+        for _ in range(5):
+            used = [int(S.counters[k]) for k in (NODE_HWM, TAB_HWM, N_TRIE)]
+            if inside(G, S, words, n, rho, ws.chart, ws.scale, ws.ynode, ws.window, G.start, -1, 1.0) == -np.inf:
+                break  # a function-word grammar parses only some texts
+            drawn += 1
+            root, _ = sample_tree(G, S, words, n, rho, ws.chart, ws.scale, ws.ynode, ws.window, G.start, -1, 1.0,
+                                  S.rng, ws.tasks, ws.buf)
+            add(G, S, root, True, stack)
+            grew = [int(S.counters[k]) - u for k, u in zip((NODE_HWM, TAB_HWM, N_TRIE), used)]
+            assert grew[0] <= nodes - 8 and grew[1] <= tables and grew[2] <= trie, (n, grew)
+    assert drawn >= 10

@@ -100,3 +100,22 @@ def test_cli_says_so_in_one_line(texts, tmp_path):
     (tmp_path / "long.txt").write_text("".join(texts) * 20 + "\n", encoding="utf8")
     result = CliRunner().invoke(app, ["segment", str(tmp_path / "m"), str(tmp_path / "long.txt")])
     assert_one_error_line(result, "[E120]", "too long")
+
+
+def test_training_a_line_past_the_free_memory_is_refused_up_front(texts, monkeypatch):
+    from spacy_ag.runs.memory_budget import training_bytes
+
+    long = ("".join(texts) * 40)[:20_000]
+    model = AdaptorGrammar(UNIGRAM)
+    model._prepare(model.read_corpus([long]))
+    need = training_bytes(model.compiled, len(long), 10, 3)
+    assert need < 200 << 20  # a 20,000-terminal line: blocked charts, pools for one tree, ten draws
+    assert training_bytes(model.compiled, 10 * len(long), 10, 3) < 11 * need  # linear in the line's length
+    monkeypatch.setattr(spacy_ag.model, "available_bytes", lambda: 1 << 20)
+    for inference in ("mcmc", "online"):
+        started = time.perf_counter()
+        with pytest.raises(TextError, match=r"\[E122\] <texts>: line 2 has 20000 terminals.*more than the"):
+            AdaptorGrammar(UNIGRAM, inference=inference).fit(["ab", long], iterations=2)
+        assert time.perf_counter() - started < 5.0
+    monkeypatch.setattr(spacy_ag.model, "available_bytes", lambda: None)  # unknown: no refusal
+    AdaptorGrammar(UNIGRAM).fit([long[:3000]], iterations=1)

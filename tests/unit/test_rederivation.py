@@ -39,7 +39,7 @@ def roomy_copies(G, S, V):
 def layout(learner, ad):
     entries = entries_by_rank(learner.state, learner.V, ad)
     rec_ptr = np.empty(len(entries) + 1, np.int64)
-    longest = int(rederive_layout(learner.state, entries, learner.compiled.max_unary_chain, rec_ptr))
+    longest = int(rederive_layout(learner.G, learner.state, entries, learner.compiled.max_unary_chain, rec_ptr))
     return entries, rec_ptr, longest, np.empty((int(rec_ptr[-1]), 6), np.int32)
 
 

@@ -459,7 +459,7 @@ def test_minibatches_in_one_call_equal_one_call_each(colloc, monkeypatch):
     def learner():
         a, b = compiled.adaptor_params()
         tiny = new_state(G.rule_parent.shape[0], G.n_nt, G.adaptor_nt.shape[0], 0, a, b, make_rng(2),
-                         node_cap=1024, tab_cap=64, trie_cap=256)
+                         node_cap=128, tab_cap=16, trie_cap=32)
         return OnlineLearner(compiled, settings, seed=2, state=tiny)
 
     calls = []
