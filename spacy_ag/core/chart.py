@@ -324,12 +324,11 @@ def _keep_boundary(chart, scale, window, block, width, blk, n_right):
 
 @kernel(cache=True)
 def _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, inv_temp, tab_lw):
-    """Make the window hold rows i .. i + width (what a draw of an item starting at i reads):
+    """Make the window, whose block does not hold row i, hold rows i .. i + width (what a draw of an
+    item starting at i reads):
     refill the block of row i from the rows saved right of it. The refilled cells equal the inside
     pass's, since a draw changes no count the pass read (trie nodes it adds have no table yet)."""
     block = window[1]
-    if window[0] <= i < window[0] + block:
-        return
     width = chart.shape[1] - 2
     blk = i // block
     lo = blk * block
@@ -657,7 +656,8 @@ def sample_tree_weighted(G, S, words, n, rho, chart, scale, ynode, window, start
         j = tasks[n_tasks, 3]
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, inv_temp, tab_lw)
+        if not window[0] <= i < window[0] + window[1]:  # tested here: a call passes the whole grammar and state
+            _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, inv_temp, tab_lw)
         base = window[0]
         choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, base, X, i, j, cache_on, inv_temp,
                                    tab_lw, rng)
@@ -745,7 +745,8 @@ def sample_records(G, S, words, n, rho, chart, scale, ynode, window, start, skip
             continue
         ad = G.sym_adaptor[X]
         cache_on = ad >= 0 and ad != skip_ad
-        _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, 1.0, tab_lw)
+        if not window[0] <= i < window[0] + window[1]:
+            _window_at(G, S, words, n, rho, chart, scale, ynode, window, i, skip_ad, 1.0, tab_lw)
         base = window[0]
         choice, c_q, c_s = _choose(G, S, words, n, rho, chart, scale, ynode, base, X, i, j, cache_on, 1.0,
                                    tab_lw, rng)
