@@ -47,7 +47,7 @@ STRUCTURES: Sequence[Structure] = (
     Structure("Charts and tree records", "spacy_ag/core/chart.py", None),
     Structure("Viterbi items", "spacy_ag/core/viterbi.py", None),
     Structure("`Draws`: the trees of an E-step", "spacy_ag/runs/sharded_estep.py", "Draws"),
-    Structure("`TopicRules`: the topic grammar's rule ids", "spacy_ag/core/topics.py", None),
+    Structure("`TopicRules`: the topic grammar's rule ids", "spacy_ag/core/topic_draws.py", None),
     Structure("Collapsed Gibbs sampling of topics", "spacy_ag/core/topic_gibbs.py", None),
 )
 

@@ -34,7 +34,10 @@ app = typer.Typer(
 
 # The command modules register themselves on `app` when imported, so `app`
 # must exist first; the import order is the order of `spacy-ag --help`.
-from . import train, init_config, segment_parse, grammar, evaluate, morph, topics, update_topics, trace_plot, demo  # noqa: E402,F401
+from . import (  # noqa: E402,F401  (each module adds its commands, in this order)
+    train_command, init_config, segment_parse, check_grammar, evaluate, morph, topic_commands, update_topics,
+    trace_plot, demo,
+)
 from ._common import PROG  # noqa: E402
 
 __all__ = ["app", "main"]

@@ -35,7 +35,7 @@ def init_config_cli(
     `spacy debug config` and trains as is, with spaCy or with spacy-ag:
     spacy-ag train OUTPUT --output DIR --paths.train train.txt
     """
-    from ..train.init_config import init_config_text
+    from ..train.starter_config import init_config_text
 
     args = [output if output == "-" else Path(output).name]
     if lang is not None:

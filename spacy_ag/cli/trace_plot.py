@@ -10,7 +10,7 @@ Every trainer writes one JSON line per traced step to OUTPUT/trace.jsonl
   ``batch_loglik`` (the minibatch's log likelihood before its step),
   ``grammaton`` (entries per adaptor), ``a`` and ``b`` per adaptor,
   ``seconds`` since the previous line, ``token_f`` when evaluated;
-* topic models online (`spacy_ag.topics.model`): as online, one adaptor per
+* topic models online (`spacy_ag.topics.topic_model`): as online, one adaptor per
   topic (and WORD), with ``documents_seen``;
 * topic models by Gibbs sweeps (`spacy_ag.topics.gibbs`): ``iteration`` (the
   sweep), ``log_posterior``, ``tables`` (TOPIC and WORD), ``b_median`` (the

@@ -25,7 +25,7 @@ from .readers import SegmentedCorpus, create_segmented_corpus
 from .scoring import make_segmentation_scorer, score_segmentation
 from .segmenter import BUILTIN_GRAMMARS, Segmenter, create_segmenter
 from .tokenizer_update import TokenizerUpdate, make_tokenizer_update
-from .topics import AGTopics, make_ag_topics
+from .topic_tagger import AGTopics, make_ag_topics
 
 __all__ = [
     "AGParser",

@@ -58,7 +58,7 @@ from .grammatons import create_entry, yield_node
 from .hyper import log_gamma_pdf
 from .rng import seeded_rng, splitmix64, uniform, uniform_pos
 from .state import room_ok
-from .topics import derivation_label, document_word_weights, lexicon_entry, relative_weights, spelling_label
+from .topic_draws import derivation_label, document_word_weights, lexicon_entry, relative_weights, spelling_label
 
 
 @kernel(cache=True)

@@ -10,7 +10,7 @@ to its trainer:
 
 All three show progress and write ``trace.jsonl`` through `progress.TraceLog`,
 check ``--resume`` against the run's fingerprint (`resume`) and write their
-outputs atomically. The CLI (`spacy_ag.cli.train`) is a thin face over `train`.
+outputs atomically. The CLI (`spacy_ag.cli.train_command`) is a thin face over `train`.
 The trainers are imported when called, so importing this package is cheap.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def train(config_path: Union[str, Path], output: Optional[Union[str, Path]] = No
 
     kind = config_kind(config_path)
     if kind == "topics":
-        from .topics import train_topics
+        from .topic_training import train_topics
 
         return train_topics(Path(config_path), Path(output) if output else None, overrides, resume=resume,
                             force=force)

@@ -15,7 +15,7 @@ import srsly
 
 from spacy_ag.config import config_kind, load_pipeline_config, load_topic_config, load_training_config
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from spacy_ag.train.init_config import init_config_text
+from spacy_ag.train.starter_config import init_config_text
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p for p in (REPO / "configs").rglob("*.cfg"))

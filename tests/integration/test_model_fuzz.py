@@ -423,7 +423,7 @@ DRIVER = textwrap.dedent(r'''
     from spacy_ag.cli import app
     from spacy_ag.errors import SpacyAgError
     from spacy_ag.model import AdaptorGrammar
-    from spacy_ag.topics.model import TopicModel
+    from spacy_ag.topics.topic_model import TopicModel
 
     COMMAND = typer.main.get_command(app)  # what `python -m spacy_ag` runs
 
@@ -541,7 +541,7 @@ DRIVER = textwrap.dedent(r'''
 def train_models(root: Path) -> Dict[str, Path]:
     from spacy_ag.model import AdaptorGrammar
     from spacy_ag.settings import OnlineSettings
-    from spacy_ag.topics.model import TopicModel, default_topic_settings
+    from spacy_ag.topics.topic_model import TopicModel, default_topic_settings
 
     paths = {name: root / name for name in MODELS}
     AdaptorGrammar(COLLOC).fit(TRAIN, iterations=4, seed=1).save(paths["mcmc"])
@@ -845,7 +845,7 @@ def test_from_bytes_reads_within_declared_sizes(hostile, pristine_peak, tmp_path
 def test_header_asking_for_endless_work_is_refused(hostile):
     """local_iterations = 10**12 made tag-topics run for ever; n_topics 10**9 failed with E999."""
     from spacy_ag.errors import ModelFileError
-    from spacy_ag.topics.model import TopicModel
+    from spacy_ag.topics.topic_model import TopicModel
 
     for case, code, fragment in (("local_iterations", "[E193]", "local_iterations must be an integer in [1, 1000]"),
                                  ("n_topics_huge", "[E193]", "n_topics must be an integer in [1, 100000]"),

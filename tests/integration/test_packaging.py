@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import srsly
 
-from spacy_ag.train.init_config import init_config_text
+from spacy_ag.train.starter_config import init_config_text
 from spacy_ag.train.pipeline import train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from spacy_ag.cli import app
 from spacy_ag.components.fitting import current_observer, observe_fitting
 from spacy_ag.config import ConfigError, is_pipeline_config, load_pipeline_config
-from spacy_ag.train.init_config import init_config_text
+from spacy_ag.train.starter_config import init_config_text
 from spacy_ag.train.pipeline import evaluate_pipeline, train_pipeline
 from spacy_ag.synthetic import generate_corpus, make_lexicon, write_gold
 from conftest import assert_one_error_line

@@ -28,15 +28,15 @@ LAYERS: List[Tuple[str, List[str]]] = [
     ("foundation", ["about.py", "errors.py", "settings.py", "kernel_environment.py", "text_units.py", "tree.py",
                     "synthetic.py"]),
     ("grammar and data", ["grammar/", "corpus.py", "input_formats.py", "evaluation.py", "morphology/",
-                          "topics/grammar.py", "topics/spelling.py", "topics/coherence.py",
+                          "topics/topic_grammar.py", "topics/spelling.py", "topics/coherence.py",
                           "topics/standard_coherence.py", "topics/planted.py", "topics/ldavis.py"]),
     ("kernels", ["core/__init__.py", "core/compiled.py", "core/state.py", "core/rng.py", "core/borrowed.py",
                  "core/analyses.py", "core/chart.py", "core/sampler.py", "core/hyper.py", "core/segmentation.py",
                  "core/viterbi.py", "core/expectations.py", "core/grammatons.py", "core/variational.py",
-                 "core/vhyper.py", "core/topics.py", "core/topic_gibbs.py", "core/seating.py",
+                 "core/vhyper.py", "core/topic_draws.py", "core/topic_gibbs.py", "core/seating.py",
                  "core/state_checks.py"]),
     ("runners and storage", ["runs/", "topics/gibbs.py", "serialize.py", "archive.py", "model_headers.py"]),
-    ("models", ["model.py", "topics/model.py", "topics/__init__.py"]),
+    ("models", ["model.py", "topics/topic_model.py", "topics/__init__.py"]),
     ("faces", ["components/", "annotation/", "config.py"]),
     ("entry points", ["train/", "cli/", "__main__.py", "__init__.py"]),
 ]
@@ -331,6 +331,32 @@ def write_fake_package(tmp_path: Path) -> Path:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf8")
     return root
+
+def modules_sharing_a_name(package: Path) -> dict:
+    """{file name: its paths} for every module file name (``__init__.py`` aside) that more than one
+    module, or a module and a package, of `package` carry."""
+    paths: dict = {}
+    for path in package.rglob("*"):
+        if "__pycache__" in path.parts or path.name == "__init__.py":
+            continue
+        if path.suffix == ".py":
+            paths.setdefault(path.stem, []).append(path.relative_to(package).as_posix())
+        elif path.is_dir() and (path / "__init__.py").exists():
+            paths.setdefault(path.name, []).append(path.relative_to(package).as_posix() + "/")
+    return {name: sorted(found) for name, found in paths.items() if len(found) > 1}
+
+
+def test_no_two_modules_share_a_name():
+    shared = modules_sharing_a_name(PACKAGE_DIR)
+    assert not shared, f"module names used more than once: {shared}"
+
+
+def test_the_name_check_catches_a_shared_name(tmp_path):
+    for name in ("a/__init__.py", "a/model.py", "b/__init__.py", "b/model.py", "c/__init__.py", "c/a.py", "d.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf8")
+    assert modules_sharing_a_name(tmp_path) == {"model": ["a/model.py", "b/model.py"], "a": ["a/", "c/a.py"]}
+
 
 def test_no_module_imports_another_modules_private_names():
     found = private_imports(PACKAGE_DIR)

@@ -16,10 +16,10 @@ from spacy_ag.core.rng import make_rng
 from spacy_ag.core.sampler import Workspace, need_nodes
 from spacy_ag.core.chart import chart_block, chart_rows, chart_width
 from spacy_ag.core.state import State, grow, new_state
-from spacy_ag.core.topics import TopicRules
+from spacy_ag.core.topic_draws import TopicRules
 from spacy_ag.grammar.reader import parse_grammar_text
-from spacy_ag.topics.grammar import topic_grammar
-from spacy_ag.topics.model import topic_rules
+from spacy_ag.topics.topic_grammar import topic_grammar
+from spacy_ag.topics.topic_model import topic_rules
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -140,7 +140,7 @@ def test_variational_table_before_and_after_fitting_the_pool():
 def test_topic_rules_table():
     compiled = CompiledGrammar(topic_grammar(3, "abc", word_adapted=True))
     R = topic_rules(compiled)
-    check(table_of("spacy_ag/core/topics.py"), TopicRules._fields, lambda f: getattr(R, f),
+    check(table_of("spacy_ag/core/topic_draws.py"), TopicRules._fields, lambda f: getattr(R, f),
           dict(K=3, A=len(compiled.adapted), n_term=len(compiled.terminals)))
 
 

@@ -79,7 +79,7 @@ def test_topic_model_keywords_are_the_settings_defaults():
 
 
 def test_topic_component_default_config_is_the_settings_defaults():
-    from spacy_ag.components.topics import make_ag_topics
+    from spacy_ag.components.topic_tagger import make_ag_topics
 
     registered = spacy.Language.get_factory_meta("ag_topics").default_config
     assert registered == defaults(TopicComponentSettings)
@@ -96,7 +96,7 @@ def test_topic_component_default_config_is_the_settings_defaults():
 
 
 def test_shipped_topic_configs_are_the_defaults():
-    from spacy_ag.train.topics import _new_model
+    from spacy_ag.train.topic_training import _new_model
 
     config = read_config(CONFIGS / "topics" / "de-news.cfg")
     topics = check(TopicSettings, dict(config["topics"]), "topics")
@@ -167,7 +167,7 @@ def test_partial_fit_and_updates_stay_online():
 
 @pytest.mark.parametrize("lang", sorted(LANGUAGE_UNITS) + ["xx", "en", "de"])
 def test_segmenter_units_follow_the_language_as_init_config_writes_them(lang):
-    from spacy_ag.train.init_config import init_config_text
+    from spacy_ag.train.starter_config import init_config_text
 
     assert SegmenterSettings.units == ParserSettings.units == AUTO_UNITS
     written = Config().from_str(init_config_text(lang=lang), interpolate=False)["nlp"]["tokenizer"]["units"]
@@ -207,7 +207,7 @@ def test_adaptor_grammar_units_follow_the_language():
 
 def test_init_config_iterations_are_the_segmenter_default():
     from spacy_ag.cli.init_config import init_config_cli
-    from spacy_ag.train.init_config import init_config_text
+    from spacy_ag.train.starter_config import init_config_text
 
     tokenizer = Config().from_str(init_config_text(), interpolate=False)["nlp"]["tokenizer"]
     assert (tokenizer["iterations"], tokenizer["chains"]) == (SegmenterSettings.iterations, SegmenterSettings.chains)
@@ -218,7 +218,7 @@ def test_init_config_iterations_are_the_segmenter_default():
 
 @pytest.mark.parametrize("name", sorted(PIPELINE_CHOICES))
 def test_shipped_segmenter_pipelines_are_init_config_and_the_defaults(name):
-    from spacy_ag.train.init_config import init_config_text
+    from spacy_ag.train.starter_config import init_config_text
 
     config = read_config(CONFIGS / name)
     lang, tokenizer = config["nlp"]["lang"], dict(config["nlp"]["tokenizer"])
@@ -349,7 +349,7 @@ def test_no_setting_default_is_written_twice():
     package = Path(spacy_ag.__file__).parent
     names = _settings_names()
     found = literal_setting_defaults((package / "model.py").read_text(encoding="utf8"), {"AdaptorGrammar"}, names)
-    found += literal_setting_defaults((package / "topics" / "model.py").read_text(encoding="utf8"), {"TopicModel"},
+    found += literal_setting_defaults((package / "topics" / "topic_model.py").read_text(encoding="utf8"), {"TopicModel"},
                                       names)
     assert set(found) == API_OWN_DEFAULTS, found
     written = "class M:\n    def fit(self, *, seed: int = 0, passes: int = _RUN.passes):\n        pass\n"

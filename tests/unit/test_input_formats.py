@@ -22,7 +22,7 @@ from spacy_ag.components.serialization import saved_components
 from spacy_ag.errors import ModelFileError, TextError, TrainingLayerError
 from spacy_ag.input_formats import jsonl_texts, resolve_text_format
 from spacy_ag.synthetic import generate_corpus, make_lexicon
-from spacy_ag.train.init_config import init_config_text
+from spacy_ag.train.starter_config import init_config_text
 from spacy_ag.train.pipeline import train_pipeline
 from conftest import assert_one_error_line
 

@@ -196,7 +196,7 @@ def test_gibbs_inference_is_per_document_and_thread_independent(gibbs_model, cor
     it and on any number of threads, and on the document's own topic."""
     import numba
 
-    from spacy_ag.topics import model as topic_model_module
+    from spacy_ag.topics import topic_model as topic_model_module
     from conftest import record_numba_threads
 
     if numba.config.NUMBA_NUM_THREADS < 2:
@@ -279,7 +279,7 @@ def test_lexicon_model_recovers_topics_and_holds_every_word_once(lexicon_model, 
 def test_word_weights_add_the_lexicon_to_the_spelling(lexicon_model):
     """P_i(w) = sum of TOPIC_i's entries for w + rho(TOPIC_i -> WORD) (lexicon entry + spelling)."""
     from spacy_ag.core.state import OPEN, yield_length, yield_terms
-    from spacy_ag.core.topics import base_log_weight
+    from spacy_ag.core.topic_draws import base_log_weight
 
     L = lexicon_model.learner
     S, V, R = L.state, L.V, L.R

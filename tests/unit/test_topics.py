@@ -23,12 +23,12 @@ from spacy_ag.cli import app
 from spacy_ag.config import is_topic_config, load_topic_config
 from spacy_ag.core.compiled import CompiledGrammar
 from spacy_ag.core.expectations import digamma
-from spacy_ag.core.topics import relative_weights, _responsibilities, document_topics
+from spacy_ag.core.topic_draws import relative_weights, _responsibilities, document_topics
 from spacy_ag.grammar import Adaptor
 from spacy_ag.runs.online_runner import model_arrays
 from spacy_ag.topics import TopicModel, default_topic_settings, topic_grammar, topic_grammar_text
 from spacy_ag.topics.coherence import read_documents
-from spacy_ag.topics.model import topic_rules
+from spacy_ag.topics.topic_model import topic_rules
 from spacy_ag.topics.standard_coherence import topic_coherences
 from conftest import assert_one_error_line, record_numba_threads
 
@@ -726,7 +726,7 @@ def test_training_draws_documents_on_two_threads_with_the_one_thread_model(corpu
     """The local E-step of a minibatch runs on the threads (`draw_documents`); the model is the same."""
     import numba
 
-    from spacy_ag.topics import model as topic_model_module
+    from spacy_ag.topics import topic_model as topic_model_module
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")

@@ -288,7 +288,7 @@ def test_help_and_import_load_no_numba():
 
 
 def test_bad_corpora_name_the_file_and_the_line(runner, engine, tmp_path):
-    from spacy_ag.train.init_config import init_config_text
+    from spacy_ag.train.starter_config import init_config_text
 
     config = tmp_path / "p.cfg"
     config.write_text(init_config_text(phonemes=True, iterations=2), encoding="utf8")

@@ -19,7 +19,7 @@ import numpy as np
 from ..core.compiled import CompiledGrammar
 from ..runs.online_learner import OnlineLearner, mix_seeds
 from ..core.state import yield_length, yield_terms
-from ..core.topics import (
+from ..core.topic_draws import (
     TopicRules, absorb_document_draws, document_word_weights, draw_documents, infer_documents,
 )
 from ..core.topic_gibbs import infer_documents_gibbs
@@ -34,7 +34,7 @@ from ..settings import (
 from ..archive import reproducible
 from ..serialize import check_run, flat_settings, state_from_arrays
 from ..text_units import LEGACY_UNITS, check_units, is_hard_boundary, text_units
-from .grammar import topic_grammar
+from .topic_grammar import topic_grammar
 from .spelling import SpelledTypes
 
 PathLike = Union[str, os.PathLike]

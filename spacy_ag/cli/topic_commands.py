@@ -119,7 +119,7 @@ def topics_cli(
     """The top words of every topic with their probabilities (E_q[pi]); with --history, the
     ranking of one topic's words over the stream (Figure 4 of Zhai et al. 2014); with --ldavis,
     the topics as a pyLDAvis page."""
-    from ..train.topics import format_topics
+    from ..train.topic_training import format_topics
 
     if ldavis is not None:
         docs_path = _documents_or_heldout(model_path, docs_path, "--docs", "documents to show")

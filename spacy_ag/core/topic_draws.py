@@ -15,7 +15,7 @@ token's topic distribution; S trees are then drawn per token and counted into
 f, g and h exactly like the general E-step (4.5), so the grammatons, updates,
 pruning and hyperparameter steps are shared with word segmentation.
 
-The arrays of `TopicRules` (built by `spacy_ag.topics.model.topic_rules` from the
+The arrays of `TopicRules` (built by `spacy_ag.topics.topic_model.topic_rules` from the
 compiled topic grammar): the rule, nonterminal and adaptor ids the topic kernels
 use, all int64. K topics, A adaptors (the K topics, and WORD when it is adapted),
 n_term terminals (characters). Rule ids index `GrammarArrays.rule_*` and the
