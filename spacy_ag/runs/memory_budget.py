@@ -26,22 +26,24 @@ TABLE_BYTES = 2 * (33 + 56)
 TRIE_BYTES = 2 * (12 + 2 * 12)
 #: Per node of a tree: a draw's task stack (4 int32) and the pool walk's stack (2 int32).
 STACK_BYTES = 16 + 8
-#: Per terminal and draw: the records an online E-step starts with (`OnlineLearner.record_factor`),
-#: 6 int32 each.
-RECORD_BYTES = 4 * 6 * 4
+#: Records per terminal an online E-step starts with for each draw (`OnlineLearner.record_factor`),
+#: 6 int32 each; each record becomes at most one node when the draw is built into the state.
+RECORDS_PER_TERMINAL = 4
+RECORD_BYTES = 6 * 4
 
 
 def training_bytes(compiled, n: int, samples: int = 0, charts: int = 1) -> int:
     """The most memory training adds for one line of n terminals: `charts` inside charts (one per
     thread that fills them at once), a tree's room in the pools and, with `samples` draws per line
-    (an online pass), their records and built trees."""
+    (an online pass), their records and the nodes built from them, as many as the records an E-step
+    starts with (it doubles them for a grammar whose trees need more, and the pools follow)."""
     G = compiled.arrays
     width = int(chart_width(G, n))
     rows = int(chart_rows(G, n, chart_block(G, n)))
     chart = rows * (width + 2) * (8 * G.n_sym + 12)
     nodes = int(need_nodes(G, n, compiled.max_unary_chain))
     tree = nodes * (NODE_BYTES + STACK_BYTES) + int(tables_need(G, n)) * TABLE_BYTES + int(trie_need(G, n)) * TRIE_BYTES
-    drawn = samples * (n * RECORD_BYTES + nodes * NODE_BYTES)
+    drawn = samples * n * RECORDS_PER_TERMINAL * (RECORD_BYTES + NODE_BYTES)
     return charts * chart + tree + drawn
 
 
