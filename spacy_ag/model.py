@@ -19,6 +19,7 @@ from .core.compiled import CompiledGrammar
 from .core.grammatons import Variational, new_variational
 from .runs.online_learner import OnlineLearner
 from .core.state import OPEN, TAB_HWM, State
+from .core.word_lattice import lattice_plan, lattice_state, lattice_weights, segment_lattice_batch
 from .core.viterbi import (
     ITEM_TABLE, ITEM_TERM, log_rho, log_table_weights, segment_batch, viterbi_chart, viterbi_items,
 )
@@ -559,12 +560,45 @@ class AdaptorGrammar:
         self._weights_cache = (self.state, self.variational, (lrho, ltab))
         return lrho, ltab
 
+    def _decode(self, words, ptr, seg_mask, marks, scores) -> None:
+        """Most probable segmentation of packed texts into marks and scores: the word lattice
+        (core.word_lattice) when the grammar is a chain of adapted levels, else the general chart.
+        Both give the same marks and scores; `decoded_texts` counts the texts each one decoded."""
+        lrho, ltab = self._weights()
+        lattice = self._lattice(seg_mask, lrho, ltab)
+        counts = self.__dict__.setdefault("decoded_texts", {"lattice": 0, "chart": 0})
+        if lattice is not None:
+            view, plan, klw, yield_best = lattice
+            segment_lattice_batch(view, self.compiled.arrays.n_term, words, ptr, lrho, ltab, plan, klw, yield_best,
+                                  seg_mask, marks, scores)
+            counts["lattice"] += len(ptr) - 1
+        else:
+            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
+            counts["chart"] += len(ptr) - 1
+
+    def _lattice(self, seg_mask, lrho, ltab):
+        """(state view, plan, klw, yield_best) of the word lattice for this segmentation category, or None
+        when the grammar is not a chain; cached with the weights, since decoding never changes the state."""
+        cache = getattr(self, "_lattice_cache", None)
+        if cache is None or cache[0] is not lrho or cache[1] is not ltab:
+            cache = self._lattice_cache = (lrho, ltab, {})
+        key = seg_mask.tobytes()
+        if key not in cache[2]:
+            plan = lattice_plan(self.compiled.arrays, seg_mask)
+            if plan is None:
+                cache[2][key] = None
+            else:
+                klw = np.empty(self.compiled.arrays.n_term + 1)
+                yield_best = np.empty((self.state.trie_head.shape[0], plan[0]))
+                lattice_weights(self.compiled.arrays, self.state, lrho, ltab, plan, klw, yield_best)
+                cache[2][key] = (lattice_state(self.state), plan, klw, yield_best)
+        return cache[2][key]
+
     def _segment_packed(self, words, ptr, sentences, seg_mask) -> List[List[str]]:
         marks = np.zeros(len(words) + len(sentences), np.uint8)
         scores = np.zeros(len(sentences))
-        lrho, ltab = self._weights()
         if len(sentences):
-            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
+            self._decode(words, ptr, seg_mask, marks, scores)
         out = []
         for d, sentence in enumerate(sentences):
             if scores[d] == -np.inf:
@@ -617,8 +651,7 @@ class AdaptorGrammar:
         marks = np.zeros(len(words) + len(chunks), np.uint8)
         scores = np.zeros(len(chunks))
         if chunks:
-            lrho, ltab = self._weights()
-            segment_batch(compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
+            self._decode(words, ptr, seg_mask, marks, scores)
         out = []
         for pieces in plan:
             result = []

@@ -32,7 +32,7 @@ LAYERS: List[Tuple[str, List[str]]] = [
                           "topics/standard_coherence.py", "topics/planted.py", "topics/ldavis.py"]),
     ("kernels", ["core/__init__.py", "core/compiled.py", "core/state.py", "core/rng.py", "core/borrowed.py",
                  "core/analyses.py", "core/chart.py", "core/sampler.py", "core/hyper.py", "core/segmentation.py",
-                 "core/viterbi.py", "core/expectations.py", "core/grammatons.py", "core/variational.py",
+                 "core/viterbi.py", "core/word_lattice.py", "core/expectations.py", "core/grammatons.py", "core/variational.py",
                  "core/vhyper.py", "core/topics.py", "core/topic_gibbs.py", "core/seating.py",
                  "core/state_checks.py"]),
     ("runners and storage", ["runs/", "topics/gibbs.py", "serialize.py", "archive.py", "model_headers.py"]),
