@@ -49,6 +49,8 @@ from .segmentation import mark_words
 NEG_INF = -np.inf
 PLAN_HEAD = 7
 PLAN_LEVEL = 6
+#: Unit codes of `segment_lattice_units` besides terminal ids
+UNIT_WORD, UNIT_SPACE = -1, -2
 
 #: The state's arrays the lattice reads (the trie, the tables' lists and labels, the pool trees
 #: `mark_words` walks): a kernel call unpacks a dozen arrays instead of the whole state.
@@ -164,10 +166,101 @@ def segment_lattice_batch(LS, n_term, words, ptr, lrho, ltab, plan, klw, yield_b
     Shapes: LS a `LatticeState`; words, ptr, lrho, ltab, seg_mask, marks, scores as `viterbi.segment_batch`;
     plan (7 + 6 L,) int64 (`lattice_plan`); klw and yield_best from `lattice_weights`."""
     LS = borrowed(LS)
-    n_levels = plan[0]
     max_n = 1
     for d in range(ptr.shape[0] - 1):
         max_n = max(max_n, ptr[d + 1] - ptr[d])
+    av, pv, best, ynode, todo, stack = _lattice_buffers(LS, plan, max_n)
+    for d in range(ptr.shape[0] - 1):
+        n = ptr[d + 1] - ptr[d]
+        w = words[ptr[d]:ptr[d + 1]]
+        scores[d] = _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, ynode)
+        if scores[d] == NEG_INF:
+            continue
+        offset = ptr[d] + d
+        marks[offset] = 1
+        marks[offset + n] = 1
+        _lattice_trace(LS, n, lrho, ltab, plan, seg_mask, av, pv, best, ynode, offset, marks, todo, stack)
+    return 0
+
+
+@kernel(cache=True)
+def longest_chunk(codes):
+    """Length of the longest run of terminals (codes >= 0) in `codes` (`segment_lattice_units`)."""
+    longest = 0
+    run = 0
+    for p in range(codes.shape[0]):
+        if codes[p] >= 0:
+            run += 1
+            if run > longest:
+                longest = run
+        else:
+            run = 0
+    return longest
+
+
+@kernel(cache=True)
+def segment_lattice_units(LS, n_term, codes, text_ptr, lrho, ltab, plan, klw, yield_best, seg_mask, spans,
+                          span_ptr):
+    """Words of whole texts given as unit codes: `segment_lattice_batch` on each chunk (a run of terminals),
+    a word of its own for each hard unit, nothing for whitespace.
+
+    codes[p]: the terminal id of unit p, UNIT_WORD (-1) for a unit that is a word of its own (unknown, a
+    control character, a `split_at` character), UNIT_SPACE (-2) for whitespace. A chunk without a parse is
+    one word, as in `AdaptorGrammar.segment`.
+
+    Shapes: codes (units,) int32; text_ptr (texts + 1,) int64, text d is codes[text_ptr[d]:text_ptr[d+1]];
+    spans (2 units,) int64, written: the words as (start, end) unit positions in their text, text d's are
+    spans[2 span_ptr[d]:2 span_ptr[d+1]]; span_ptr (texts + 1,) int64, written. Returns the number of chunks."""
+    LS = borrowed(LS)
+    max_n = max(1, longest_chunk(codes))
+    av, pv, best, ynode, todo, stack = _lattice_buffers(LS, plan, max_n)
+    marks = np.zeros(max_n + 1, np.uint8)
+    n_words = 0
+    n_chunks = 0
+    span_ptr[0] = 0
+    for d in range(text_ptr.shape[0] - 1):
+        base = text_ptr[d]
+        p = base
+        end = text_ptr[d + 1]
+        while p < end:
+            c = codes[p]
+            if c < 0:
+                if c == UNIT_WORD:
+                    spans[2 * n_words] = p - base
+                    spans[2 * n_words + 1] = p + 1 - base
+                    n_words += 1
+                p += 1
+                continue
+            a = p
+            while p < end and codes[p] >= 0:
+                p += 1
+            n = p - a
+            w = codes[a:p]
+            if _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, ynode) == NEG_INF:
+                n_chunks += 1
+                spans[2 * n_words] = a - base
+                spans[2 * n_words + 1] = p - base
+                n_words += 1
+                continue
+            marks[:n + 1] = 0
+            marks[n] = 1
+            n_chunks += 1
+            _lattice_trace(LS, n, lrho, ltab, plan, seg_mask, av, pv, best, ynode, 0, marks, todo, stack)
+            start = 0
+            for q in range(1, n + 1):
+                if marks[q]:
+                    spans[2 * n_words] = a - base + start
+                    spans[2 * n_words + 1] = a - base + q
+                    n_words += 1
+                    start = q
+        span_ptr[d + 1] = n_words
+    return n_chunks
+
+
+@kernel(cache=True)
+def _lattice_buffers(LS, plan, max_n):
+    """The work arrays of the lattice for texts of up to max_n terminals: (av, pv, best, ynode, todo, stack)."""
+    n_levels = plan[0]
     # the longest span any value below the top list can have: the band of the lattice
     width = plan[6]
     for lv in range(n_levels):
@@ -183,17 +276,7 @@ def segment_lattice_batch(LS, n_term, words, ptr, lrho, ltab, plan, klw, yield_b
     todo = np.empty((max_n + 1, 3), np.int64)
     # mark_words walks the labels of tables above the segmentation level, if there are such levels
     stack = np.empty(2 * LS.node_kind.shape[0] + 16 if plan[5] < n_levels - 1 else 0, np.int64)
-    for d in range(ptr.shape[0] - 1):
-        n = ptr[d + 1] - ptr[d]
-        w = words[ptr[d]:ptr[d + 1]]
-        scores[d] = _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, ynode)
-        if scores[d] == NEG_INF:
-            continue
-        offset = ptr[d] + d
-        marks[offset] = 1
-        marks[offset + n] = 1
-        _lattice_trace(LS, n, lrho, ltab, plan, seg_mask, av, pv, best, ynode, offset, marks, todo, stack)
-    return 0
+    return av, pv, best, ynode, todo, stack
 
 
 @kernel(cache=True, inline="always")

@@ -1,15 +1,18 @@
 """The word-lattice decoder (core.word_lattice) gives exactly the general Viterbi's segmentation."""
 import random
+import re
 
 import numpy as np
 import pytest
 
 import spacy_ag.model as model_module
+from spacy_ag.components.segmenter import words_and_spaces, words_and_spaces_at
 from spacy_ag.core.viterbi import log_rho, log_table_weights, segment_batch
 from spacy_ag.core.word_lattice import lattice_plan, lattice_state, lattice_weights, segment_lattice_batch
 from spacy_ag.model import AdaptorGrammar
 from spacy_ag.runs.mcmc_chain import pack_corpus
 from spacy_ag.synthetic import generate_corpus, make_lexicon
+from spacy_ag.text_units import alnum_runs, graphemes, text_units
 
 UNIGRAM = """
 1 1 Sentence --> Word+
@@ -130,3 +133,36 @@ def test_other_grammars_use_the_chart(lines):
     assert lattice_plan(model.compiled.arrays, model.compiled.symbol_mask(["Word"])) is None
     model.segment(lines[:20])
     assert model.decoded_texts == {"lattice": 0, "chart": 20}
+
+
+def test_segment_offsets_spell_the_words(lines):
+    model = fitted(UNIGRAM, lines)
+    texts = random_texts(lines, seed=4) + ["  ab\tcd  ef\n", "x１２.５%ab ,", "ab\u0301c d"]
+    offsets = model.segment_offsets(texts)
+    assert offsets is not None
+    words = model.segment(texts)
+    assert [[t[o[k]:o[k + 1]] for k in range(0, len(o), 2)] for t, o in zip(texts, offsets)] == words
+    for text, o, pieces in zip(texts, offsets, words):
+        assert words_and_spaces_at(o, text) == words_and_spaces(pieces, text)
+
+
+def reference_units(text, units):
+    """text_units without its shortcuts: grapheme clusters (whitespace split off), then runs."""
+    if units == "codepoints":
+        return list(text)
+    out = []
+    for cluster in graphemes(text):
+        if len(cluster) > 1 and any(ch.isspace() for ch in cluster):
+            out.extend(filter(None, re.split(r"(\s)", cluster)))
+        else:
+            out.append(cluster)
+    return alnum_runs(out) if units == "alnum-runs" else out
+
+
+def test_text_units_shortcuts_match_the_clusters():
+    rng = random.Random(2)
+    pools = ["的一是在年，。、：ａｂＡ１２３4５.,:/．，：／%％ xé٣", "的年１２.%a \u0301\u200d👍🇺🇸가각\u094d\u0915\t\r\n"]
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 25))) for pool in pools for _ in range(3000)]
+    for units in ("graphemes", "codepoints", "alnum-runs"):
+        for text in texts:
+            assert text_units(text, units) == reference_units(text, units), (text, units)
