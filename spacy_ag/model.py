@@ -571,16 +571,16 @@ class AdaptorGrammar:
         lattice = self._lattice(seg_mask, lrho, ltab)
         counts = self.__dict__.setdefault("decoded_texts", {"lattice": 0, "chart": 0})
         if lattice is not None:
-            view, plan, klw, yield_best = lattice
+            view, plan, klw, yield_best, root_child = lattice
             segment_lattice_batch(view, self.compiled.arrays.n_term, words, ptr, lrho, ltab, plan, klw, yield_best,
-                                  seg_mask, marks, scores)
+                                  root_child, seg_mask, marks, scores)
             counts["lattice"] += len(ptr) - 1
         else:
             segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
             counts["chart"] += len(ptr) - 1
 
     def _lattice(self, seg_mask, lrho, ltab):
-        """(state view, plan, klw, yield_best) of the word lattice for this segmentation category, or None
+        """(state view, plan, klw, yield_best, root_child) of the word lattice for this segmentation category, or None
         when the grammar is not a chain; cached with the weights, since decoding never changes the state."""
         cache = getattr(self, "_lattice_cache", None)
         if cache is None or cache[0] is not lrho or cache[1] is not ltab:
@@ -593,8 +593,9 @@ class AdaptorGrammar:
             else:
                 klw = np.empty(self.compiled.arrays.n_term + 1)
                 yield_best = np.empty((self.state.trie_head.shape[0], plan[0]))
-                lattice_weights(self.compiled.arrays, self.state, lrho, ltab, plan, klw, yield_best)
-                cache[2][key] = (lattice_state(self.state), plan, klw, yield_best)
+                root_child = np.empty(self.compiled.arrays.n_term + 1, np.int32)
+                lattice_weights(self.compiled.arrays, self.state, lrho, ltab, plan, klw, yield_best, root_child)
+                cache[2][key] = (lattice_state(self.state), plan, klw, yield_best, root_child)
         return cache[2][key]
 
     def _segment_packed(self, words, ptr, sentences, seg_mask) -> List[List[str]]:
@@ -645,7 +646,11 @@ class AdaptorGrammar:
         self._require_state()
         if self.mode != "chars" or not all(isinstance(t, str) for t in texts):
             return None
-        seg_mask = self._segment_mask(category)
+        masks = self.__dict__.setdefault("_segment_masks", {})
+        mask_key = (self.compiled, category, self.segment_categories)
+        seg_mask = masks.get(mask_key)
+        if seg_mask is None:
+            seg_mask = masks[mask_key] = self._segment_mask(category)
         lrho, ltab = self._weights()
         lattice = self._lattice(seg_mask, lrho, ltab)
         if lattice is None:
@@ -661,12 +666,19 @@ class AdaptorGrammar:
             text_ptr.append(len(flat))
             unit_lists.append(None if len(units) == len(text) else units)
         codes = np.array(flat, np.int32)
-        self._require_chart_room(longest_chunk(codes))
+        longest = longest_chunk(codes)
+        # the check grows with the length: a length no longer than one that passed under the same limits passes
+        limits = (self.compiled, MAX_CHART_BYTES, MAX_RUN_TERMINALS)
+        passed = self.__dict__.get("_chart_room_passed")
+        if passed is None or passed[:3] != limits or longest > passed[3]:
+            self._require_chart_room(longest)
+            self._chart_room_passed = limits + (max(longest, passed[3]) if passed and passed[:3] == limits
+                                                else longest,)
         spans = np.empty(2 * len(flat) + 2, np.int64)
         span_ptr = np.empty(len(texts) + 1, np.int64)
-        view, plan, klw, yield_best = lattice
+        view, plan, klw, yield_best, root_child = lattice
         n_chunks = segment_lattice_units(view, self.compiled.arrays.n_term, codes, np.array(text_ptr, np.int64),
-                                         lrho, ltab, plan, klw, yield_best, seg_mask, spans, span_ptr)
+                                         lrho, ltab, plan, klw, yield_best, root_child, seg_mask, spans, span_ptr)
         self.__dict__.setdefault("decoded_texts", {"lattice": 0, "chart": 0})["lattice"] += n_chunks
         spans, span_ptr = spans.tolist(), span_ptr.tolist()
         out = []

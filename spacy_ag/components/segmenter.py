@@ -60,6 +60,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import re
 import warnings
 from pathlib import Path
 from typing import (
@@ -154,10 +155,16 @@ def words_and_spaces(pieces: Sequence[str], text: str) -> Tuple[List[str], List[
     return words, spaces
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
 def words_and_spaces_at(offsets: Sequence[int], text: str) -> Tuple[List[str], List[bool]]:
     """`words_and_spaces` for words given as character offsets (start0, end0, start1, ...) in text
     order, with only whitespace between and around them: the same words and spaces, without
     searching the text."""
+    if not _WHITESPACE.search(text):  # the words are the whole text, one after the other
+        words = list(map(text.__getitem__, map(slice, offsets[::2], offsets[1::2])))
+        return words, [False] * len(words)
     words: List[str] = []
     spaces: List[bool] = []
     pos, n = 0, len(text)

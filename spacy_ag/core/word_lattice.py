@@ -42,7 +42,7 @@ import numpy as np
 from ..kernel_environment import kernel
 
 from .borrowed import borrowed
-from .chart import span_yields
+from .state import trie_child
 from .compiled import KIND_USER, NO_SPAN_LIMIT
 from .segmentation import mark_words
 
@@ -135,14 +135,18 @@ def lattice_plan(G, seg_mask):
 
 
 @kernel(cache=True)
-def lattice_weights(G, S, lrho, ltab, plan, klw, yield_best):
+def lattice_weights(G, S, lrho, ltab, plan, klw, yield_best, root_child):
     """The weights the lattice reads per terminal and per yield, once per trained state.
 
     klw[t]: best log weight of the character symbol over terminal t (klw[-1] = -inf, for a terminal the grammar
     does not know); yield_best[y, l]: best log weight of the open tables of level l + 1 whose yield is trie node y
-    (-inf for none): the maxima the chart takes over `lex_*` and over the trie's table lists.
+    (-inf for none): the maxima the chart takes over `lex_*` and over the trie's table lists; root_child[t]: the
+    trie node of the one-terminal yield t (-1 for none), the first step of every walk down the trie.
 
-    Shapes: klw (n_term + 1,) float64 and yield_best (Y, L) float64, written."""
+    Shapes: klw (n_term + 1,) float64, yield_best (Y, L) float64 and root_child (n_term + 1,) int32, written."""
+    root_child[:] = -1
+    for t in range(G.n_term):
+        root_child[t] = trie_child(S, 0, t, G.n_term)
     klw[:] = NEG_INF
     for t in range(G.n_term):
         for q in range(G.lex_ptr[t], G.lex_ptr[t + 1]):
@@ -160,11 +164,12 @@ def lattice_weights(G, S, lrho, ltab, plan, klw, yield_best):
 
 
 @kernel(cache=True)
-def segment_lattice_batch(LS, n_term, words, ptr, lrho, ltab, plan, klw, yield_best, seg_mask, marks, scores):
+def segment_lattice_batch(LS, n_term, words, ptr, lrho, ltab, plan, klw, yield_best, root_child, seg_mask, marks,
+                          scores):
     """`viterbi.segment_batch` for a grammar with a `lattice_plan`: the same marks and scores.
 
     Shapes: LS a `LatticeState`; words, ptr, lrho, ltab, seg_mask, marks, scores as `viterbi.segment_batch`;
-    plan (7 + 6 L,) int64 (`lattice_plan`); klw and yield_best from `lattice_weights`."""
+    plan (7 + 6 L,) int64 (`lattice_plan`); klw, yield_best and root_child from `lattice_weights`."""
     LS = borrowed(LS)
     max_n = 1
     for d in range(ptr.shape[0] - 1):
@@ -173,7 +178,7 @@ def segment_lattice_batch(LS, n_term, words, ptr, lrho, ltab, plan, klw, yield_b
     for d in range(ptr.shape[0] - 1):
         n = ptr[d + 1] - ptr[d]
         w = words[ptr[d]:ptr[d + 1]]
-        scores[d] = _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, ynode)
+        scores[d] = _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, root_child, av, pv, best, ynode)
         if scores[d] == NEG_INF:
             continue
         offset = ptr[d] + d
@@ -199,8 +204,8 @@ def longest_chunk(codes):
 
 
 @kernel(cache=True)
-def segment_lattice_units(LS, n_term, codes, text_ptr, lrho, ltab, plan, klw, yield_best, seg_mask, spans,
-                          span_ptr):
+def segment_lattice_units(LS, n_term, codes, text_ptr, lrho, ltab, plan, klw, yield_best, root_child, seg_mask,
+                          spans, span_ptr):
     """Words of whole texts given as unit codes: `segment_lattice_batch` on each chunk (a run of terminals),
     a word of its own for each hard unit, nothing for whitespace.
 
@@ -236,7 +241,7 @@ def segment_lattice_units(LS, n_term, codes, text_ptr, lrho, ltab, plan, klw, yi
                 p += 1
             n = p - a
             w = codes[a:p]
-            if _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, ynode) == NEG_INF:
+            if _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, root_child, av, pv, best, ynode) == NEG_INF:
                 n_chunks += 1
                 spans[2 * n_words] = a - base
                 spans[2 * n_words + 1] = p - base
@@ -268,7 +273,7 @@ def _lattice_buffers(LS, plan, max_n):
         if lv < n_levels - 1:
             width = max(width, plan[PLAN_HEAD + PLAN_LEVEL * lv + 5])
     width = min(width, max_n)
-    # av[l, i, d]: A_{l+1} over (i, i + d); pv[l, i, d]: P_{l+1} over (i, i + d), below the top level
+    # av[l, i, d]: A_{l+1} over (i, i + d); pv[l, j, d]: P_{l+1} over (j - d, j), below the top level
     av = np.empty((n_levels, max_n + 1, width + 1))
     pv = np.empty((max(n_levels - 1, 1), max_n + 1, width + 1))
     best = np.empty(max_n + 1)  # best[i]: P_L over (i, n)
@@ -290,13 +295,20 @@ def _adapted_value(yield_best, lv, y, base):
 
 
 @kernel(cache=True)
-def _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, ynode):
+def _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, root_child, av, pv, best, ynode):
     """Fill av, pv and best for one text; return the start symbol's best log weight.
 
     A value whose span is longer than its symbol's span is -inf, as the chart masks it."""
     n_levels = plan[0]
     width = av.shape[2] - 1
-    span_yields(LS, w, n, n_term, ynode)
+    for i in range(n):  # ynode[i, d]: trie node of w[i:i+d], as `chart.span_yields` gives it
+        node = root_child[w[i]]
+        ynode[i, 1] = node
+        for j in range(i + 2, min(n, i + width) + 1):
+            if node >= 0:
+                t = w[j - 1]
+                node = trie_child(LS, node, t, n_term) if t >= 0 else -1
+            ynode[i, j - i] = node
     r_char, r_chars, span_c = lrho[plan[2]], lrho[plan[3]], plan[6]
     up, span_a = lrho[plan[PLAN_HEAD + 1]], plan[PLAN_HEAD + 4]
     for j in range(1, n + 1):
@@ -312,20 +324,21 @@ def _lattice_chart(LS, n_term, w, n, lrho, plan, klw, yield_best, av, pv, best, 
         here = below + PLAN_LEVEL
         up, span_a = lrho[plan[here + 1]], plan[here + 4]
         a = av[lv - 1]
-        p = pv[lv - 1]
         for j in range(1, n + 1):
+            p_end = pv[lv - 1, j]  # p_end[d]: P over (j - d, j), a row the splits read in order
             for i in range(j - 1, max(0, j - width) - 1, -1):
                 length = j - i
                 v = NEG_INF
                 if length <= span_p:
-                    for s in range(i + 1, j):
-                        x = (pair + a[i, s - i]) + p[s, j - s]
+                    a_start = a[i]
+                    for d in range(1, length):  # the split s = i + d; a maximum does not depend on the order
+                        x = (pair + a_start[d]) + p_end[length - d]
                         if x > v:
                             v = x
-                    u = single + a[i, length]
+                    u = single + a_start[length]
                     if u > v:
                         v = u
-                p[i, length] = v
+                p_end[length] = v
                 av[lv, i, length] = _adapted_value(yield_best, lv, ynode[i, length], up + v) if length <= span_a \
                     else NEG_INF
     here = PLAN_HEAD + PLAN_LEVEL * (n_levels - 1)
@@ -400,16 +413,16 @@ def _lattice_trace(LS, n, lrho, ltab, plan, seg_mask, av, pv, best, ynode, offse
         # built from the base: the list P_lv over (i, j) of level lv - 1 units
         below = PLAN_HEAD + PLAN_LEVEL * (lv - 1)
         single, pair = lrho[plan[below + 2]], lrho[plan[below + 3]]
-        p = pv[lv - 1]
+        p_end = pv[lv - 1, j]
         a = av[lv - 1]
         start = i
         while start < j:
-            target = p[start, j - start]
+            target = p_end[j - start]
             tol = 1e-9 * max(1.0, abs(target))
             end = j
             if not _within(single + a[start, j - start], target, tol):
                 for s in range(start + 1, j):
-                    if _within((pair + a[start, s - start]) + p[s, j - s], target, tol):
+                    if _within((pair + a[start, s - start]) + p_end[j - s], target, tol):
                         end = s
                         break
             todo[n_todo, 0] = lv - 1

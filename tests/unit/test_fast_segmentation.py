@@ -86,14 +86,15 @@ def both_kernels(model, texts, category=None):
     assert plan is not None
     klw = np.empty(G.n_term + 1)
     yield_best = np.empty((S.trie_head.shape[0], plan[0]))
-    lattice_weights(G, S, lrho, ltab, plan, klw, yield_best)
+    root_child = np.empty(G.n_term + 1, np.int32)
+    lattice_weights(G, S, lrho, ltab, plan, klw, yield_best, root_child)
     out = []
     for use_lattice in (False, True):
         marks = np.zeros(len(words) + len(chunks), np.uint8)
         scores = np.zeros(len(chunks))
         if use_lattice:
             segment_lattice_batch(lattice_state(S), G.n_term, words, ptr, lrho, ltab, plan, klw, yield_best,
-                                  seg_mask, marks, scores)
+                                  root_child, seg_mask, marks, scores)
         else:
             segment_batch(G, S, words, ptr, lrho, ltab, seg_mask, marks, scores)
         out.append((marks, scores))
