@@ -11,7 +11,9 @@ Rates are characters of the input (line ends excluded) per wall second of the
 fastest of ``--repeats`` passes, for ``nlp.pipe``, ``nlp.tokenizer.pipe`` and
 the engine alone (``AdaptorGrammar.segment`` on all lines, no Doc objects);
 ``chars_per_cpu_second`` uses process CPU time, and the load average is
-recorded, because the machine may be shared. ``digest`` is the SHA-256 of
+recorded, because the machine may be shared. ``decoded_texts`` counts the
+chunks decoded on the word lattice and by the general chart (absent in
+versions without the lattice). ``digest`` is the SHA-256 of
 every Doc's tokens and trailing spaces: two code versions decode the same
 model identically exactly when their digests agree. ``--no-entry-points``
 skips spaCy's entry-point factories, for an environment whose installed
@@ -87,6 +89,7 @@ def main() -> None:
     out = {"pipeline": args.pipeline, "raw": args.raw, "lines": len(lines), "chars": n_chars,
            "repeats": args.repeats, "rates": rates, "digest": digest.hexdigest(),
            "text_mismatch": sum(1 for d, t in zip(docs, lines) if d.text != t),
+           "decoded_texts": getattr(nlp.tokenizer.model, "decoded_texts", None),
            "load_average_before": load, "load_average_after": os.getloadavg()}
     text = json.dumps(out, indent=2)
     print(text)
