@@ -19,6 +19,10 @@ from .core.compiled import CompiledGrammar
 from .core.grammatons import Variational, new_variational
 from .runs.online_learner import OnlineLearner
 from .core.state import OPEN, TAB_HWM, State
+from .core.word_lattice import (
+    UNIT_SPACE, UNIT_WORD, lattice_plan, lattice_state, lattice_weights, longest_chunk, segment_lattice_batch,
+    segment_lattice_units,
+)
 from .core.viterbi import (
     ITEM_TABLE, ITEM_TERM, log_rho, log_table_weights, segment_batch, viterbi_chart, viterbi_items,
 )
@@ -559,12 +563,46 @@ class AdaptorGrammar:
         self._weights_cache = (self.state, self.variational, (lrho, ltab))
         return lrho, ltab
 
+    def _decode(self, words, ptr, seg_mask, marks, scores) -> None:
+        """Most probable segmentation of packed texts into marks and scores: the word lattice
+        (core.word_lattice) when the grammar is a chain of adapted levels, else the general chart.
+        Both give the same marks and scores; `decoded_texts` counts the texts each one decoded."""
+        lrho, ltab = self._weights()
+        lattice = self._lattice(seg_mask, lrho, ltab)
+        counts = self.__dict__.setdefault("decoded_texts", {"lattice": 0, "chart": 0})
+        if lattice is not None:
+            view, plan, klw, yield_best, root_child = lattice
+            segment_lattice_batch(view, self.compiled.arrays.n_term, words, ptr, lrho, ltab, plan, klw, yield_best,
+                                  root_child, seg_mask, marks, scores)
+            counts["lattice"] += len(ptr) - 1
+        else:
+            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
+            counts["chart"] += len(ptr) - 1
+
+    def _lattice(self, seg_mask, lrho, ltab):
+        """(state view, plan, klw, yield_best, root_child) of the word lattice for this segmentation category, or None
+        when the grammar is not a chain; cached with the weights, since decoding never changes the state."""
+        cache = getattr(self, "_lattice_cache", None)
+        if cache is None or cache[0] is not lrho or cache[1] is not ltab:
+            cache = self._lattice_cache = (lrho, ltab, {})
+        key = seg_mask.tobytes()
+        if key not in cache[2]:
+            plan = lattice_plan(self.compiled.arrays, seg_mask)
+            if plan is None:
+                cache[2][key] = None
+            else:
+                klw = np.empty(self.compiled.arrays.n_term + 1)
+                yield_best = np.empty((self.state.trie_head.shape[0], plan[0]))
+                root_child = np.empty(self.compiled.arrays.n_term + 1, np.int32)
+                lattice_weights(self.compiled.arrays, self.state, lrho, ltab, plan, klw, yield_best, root_child)
+                cache[2][key] = (lattice_state(self.state), plan, klw, yield_best, root_child)
+        return cache[2][key]
+
     def _segment_packed(self, words, ptr, sentences, seg_mask) -> List[List[str]]:
         marks = np.zeros(len(words) + len(sentences), np.uint8)
         scores = np.zeros(len(sentences))
-        lrho, ltab = self._weights()
         if len(sentences):
-            segment_batch(self.compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
+            self._decode(words, ptr, seg_mask, marks, scores)
         out = []
         for d, sentence in enumerate(sentences):
             if scores[d] == -np.inf:
@@ -580,6 +618,78 @@ class AdaptorGrammar:
             return check_text(text).split() if self.mode == "tokens" else terminals(text, self.units)
         return list(text)
 
+    def _unit_codes(self) -> Dict[str, int]:
+        """Unit -> terminal id, UNIT_WORD (a hard boundary that is a word of its own: a control
+        character, a `split_at` character, a symbol never seen in training) or UNIT_SPACE; filled
+        as units are met, for this grammar and `split_at`."""
+        cache = getattr(self, "_unit_code_cache", None)
+        if cache is None or cache[0] is not self.compiled or cache[1] != self.split_at:
+            cache = self._unit_code_cache = (self.compiled, self.split_at, {})
+        return cache[2]
+
+    def _unit_code(self, unit: str) -> int:
+        codes = self._unit_codes()
+        index = self.compiled.term_index
+        if unit.isspace():
+            code = UNIT_SPACE
+        elif is_hard_boundary(unit) or unit not in index or (self.split_at and unit in self.split_at):
+            code = UNIT_WORD
+        else:
+            code = index[unit]
+        codes[unit] = code
+        return code
+
+    def segment_offsets(self, texts: Sequence[str], category: Optional[str] = None) -> Optional[List[List[int]]]:
+        """`segment` as character offsets: for each text, its words as a flat list start0, end0,
+        start1, end1, ... (text[start:end] is the word); None when the grammar is not decoded on
+        a word lattice (core.word_lattice) or the model reads tokens, and then `segment` is the way."""
+        self._require_state()
+        if self.mode != "chars" or not all(isinstance(t, str) for t in texts):
+            return None
+        masks = self.__dict__.setdefault("_segment_masks", {})
+        mask_key = (self.compiled, category, self.segment_categories)
+        seg_mask = masks.get(mask_key)
+        if seg_mask is None:
+            seg_mask = masks[mask_key] = self._segment_mask(category)
+        lrho, ltab = self._weights()
+        lattice = self._lattice(seg_mask, lrho, ltab)
+        if lattice is None:
+            return None
+        codes_of = self._unit_codes()
+        unit_lists, flat, text_ptr = [], [], [0]
+        for text in texts:
+            units = text_units(text, self.units)
+            codes = list(map(codes_of.get, units))
+            if None in codes:
+                codes = [self._unit_code(u) if c is None else c for u, c in zip(units, codes)]
+            flat.extend(codes)
+            text_ptr.append(len(flat))
+            unit_lists.append(None if len(units) == len(text) else units)
+        codes = np.array(flat, np.int32)
+        longest = longest_chunk(codes)
+        # the check grows with the length: a length no longer than one that passed under the same limits passes
+        limits = (self.compiled, MAX_CHART_BYTES, MAX_RUN_TERMINALS)
+        passed = self.__dict__.get("_chart_room_passed")
+        if passed is None or passed[:3] != limits or longest > passed[3]:
+            self._require_chart_room(longest)
+            self._chart_room_passed = limits + (max(longest, passed[3]) if passed and passed[:3] == limits
+                                                else longest,)
+        spans = np.empty(2 * len(flat) + 2, np.int64)
+        span_ptr = np.empty(len(texts) + 1, np.int64)
+        view, plan, klw, yield_best, root_child = lattice
+        n_chunks = segment_lattice_units(view, self.compiled.arrays.n_term, codes, np.array(text_ptr, np.int64),
+                                         lrho, ltab, plan, klw, yield_best, root_child, seg_mask, spans, span_ptr)
+        self.__dict__.setdefault("decoded_texts", {"lattice": 0, "chart": 0})["lattice"] += n_chunks
+        spans, span_ptr = spans.tolist(), span_ptr.tolist()
+        out = []
+        for d, units in enumerate(unit_lists):
+            words = spans[2 * span_ptr[d]:2 * span_ptr[d + 1]]
+            if units is not None:  # unit positions -> character offsets
+                at = list(itertools.accumulate(map(len, units), initial=0))
+                words = [at[p] for p in words]
+            out.append(words)
+        return out
+
     def segment(self, texts: Iterable, category: Optional[str] = None) -> List[List[str]]:
         """Most probable segmentation of each text under the trained state.
 
@@ -589,7 +699,10 @@ class AdaptorGrammar:
         spell it (without its whitespace). No word boundary falls inside a
         text unit (`units`). A lone surrogate raises `TextError` [E110].
         """
-        self._require_state()
+        texts = texts if isinstance(texts, list) else list(texts)
+        offsets = self.segment_offsets(texts, category)
+        if offsets is not None:
+            return [[t[o[k]:o[k + 1]] for k in range(0, len(o), 2)] for t, o in zip(texts, offsets)]
         compiled = self.compiled
         seg_mask = self._segment_mask(category)
         texts = [text_units(t, self.units) if isinstance(t, str) and self.mode == "chars" else self._terminals(t)
@@ -617,8 +730,7 @@ class AdaptorGrammar:
         marks = np.zeros(len(words) + len(chunks), np.uint8)
         scores = np.zeros(len(chunks))
         if chunks:
-            lrho, ltab = self._weights()
-            segment_batch(compiled.arrays, self.state, words, ptr, lrho, ltab, seg_mask, marks, scores)
+            self._decode(words, ptr, seg_mask, marks, scores)
         out = []
         for pieces in plan:
             result = []

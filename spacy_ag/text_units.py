@@ -57,6 +57,7 @@ Two more decisions make clusters usable as terminals (`text_units`):
 from __future__ import annotations
 
 import bisect
+import re
 import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -339,6 +340,58 @@ def _split_whitespace(cluster: str, out: List[str]) -> None:
         out.append(cluster[start:])
 
 
+#: Characters that are a grapheme cluster of their own next to any other such character (break
+#: property Other, not pictographic, no Indic conjunct role), and those of them that are digits or
+#: Latin letters (`_alnum`, joined into runs by alnum-runs): a text made only of the first is cut
+#: into its code points, then into runs for alnum-runs.
+_LONERS: set = set()
+_LONERS_ALNUM: set = set()
+_NOT_LONERS: set = set()
+
+
+def _all_loners(text: str) -> bool:
+    """Whether every character of `text` is in `_LONERS` (learning the characters seen first here)."""
+    if _LONERS.issuperset(text):
+        return True
+    for ch in set(text).difference(_LONERS):
+        if ch in _NOT_LONERS:
+            return False
+        gcb, pict, incb = _props(ch)
+        if gcb == OTHER and not pict and incb == INCB_NONE:
+            if _alnum(ch):
+                _LONERS_ALNUM.add(ch)
+                _LONER_CLASS[ord(ch)] = "d" if _digit(ch) else "a"
+            else:
+                _LONER_CLASS[ord(ch)] = "i" if ch in _NUMBER_INNER else "p" if ch in _PERCENT else "o"
+            _LONERS.add(ch)
+        else:
+            _NOT_LONERS.add(ch)
+            return False
+    return True
+
+
+#: The class of each loner for `_loner_runs`: d a digit, a another letter `_alnum` accepts, i a
+#: character inside numbers (`_NUMBER_INNER`), p a percent sign, o any other
+_LONER_CLASS: Dict[int, str] = {}
+#: `alnum_runs` over classes: letters and digits, a number's inner character between two digits,
+#: and a percent sign after a digit, which ends the run
+_LONER_RUN = re.compile(r"[ad]+(?:(?<=d)i(?=d)[ad]+)*(?:(?<=d)p)?")
+
+
+def _loner_runs(text: str) -> List[str]:
+    """`alnum_runs(list(text))` for a text of loners (`_all_loners`), by a regular expression over
+    the characters' classes instead of a Python loop over them."""
+    out: List[str] = []
+    pos = 0
+    for match in _LONER_RUN.finditer(text.translate(_LONER_CLASS)):
+        start, end = match.span()
+        out.extend(text[pos:start])
+        out.append(text[start:end])
+        pos = end
+    out.extend(text[pos:])
+    return out
+
+
 def text_units(text: str, units: str = DEFAULT_UNITS, source: Optional[str] = None) -> List[str]:
     """`text` cut into units (grapheme clusters or code points) that join back to `text`.
 
@@ -350,6 +403,10 @@ def text_units(text: str, units: str = DEFAULT_UNITS, source: Optional[str] = No
         if units not in UNITS:
             check_units(units)
         out = list(text)
+    elif units in UNITS and _all_loners(text):  # every character a cluster of its own
+        if units != "alnum-runs" or _LONERS_ALNUM.isdisjoint(text):
+            return list(text)
+        return _loner_runs(text)
     else:
         check_units(units)
         out = []
@@ -369,11 +426,18 @@ _PERCENT = frozenset("%％")
 def _alnum(unit: str) -> bool:
     """A digit (Nd) or a Latin letter, half- or full-width, with its combining marks."""
     ch = unit[0]
-    if ch.isascii():
-        return ch.isalnum()
-    if unicodedata.category(ch) == "Nd":
-        return True
-    return ch.isalpha() and "LATIN" in unicodedata.name(ch, "")
+    known = _ALNUM_FIRST.get(ch)
+    if known is None:
+        if ch.isascii():
+            known = ch.isalnum()
+        else:
+            known = unicodedata.category(ch) == "Nd" or (ch.isalpha() and "LATIN" in unicodedata.name(ch, ""))
+        _ALNUM_FIRST[ch] = known
+    return known
+
+
+#: `_alnum` of each first character met so far
+_ALNUM_FIRST: Dict[str, bool] = {}
 
 
 def _digit(unit: str) -> bool:

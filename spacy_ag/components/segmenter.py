@@ -60,6 +60,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import re
 import warnings
 from pathlib import Path
 from typing import (
@@ -154,6 +155,37 @@ def words_and_spaces(pieces: Sequence[str], text: str) -> Tuple[List[str], List[
     return words, spaces
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
+def words_and_spaces_at(offsets: Sequence[int], text: str) -> Tuple[List[str], List[bool]]:
+    """`words_and_spaces` for words given as character offsets (start0, end0, start1, ...) in text
+    order, with only whitespace between and around them: the same words and spaces, without
+    searching the text."""
+    if not _WHITESPACE.search(text):  # the words are the whole text, one after the other
+        words = list(map(text.__getitem__, map(slice, offsets[::2], offsets[1::2])))
+        return words, [False] * len(words)
+    words: List[str] = []
+    spaces: List[bool] = []
+    pos, n = 0, len(text)
+    for k in range(0, len(offsets), 2):
+        start, end = offsets[k], offsets[k + 1]
+        if start > pos:
+            words.append(text[pos:start])
+            spaces.append(False)
+        words.append(text[start:end])
+        if end < n and text[end] == " ":
+            spaces.append(True)
+            pos = end + 1
+        else:
+            spaces.append(False)
+            pos = end
+    if pos < n:
+        words.append(text[pos:])
+        spaces.append(False)
+    return words, spaces
+
+
 def is_dummy_examples(get_examples: Optional[Callable]) -> bool:
     """True for None and for the stand-in `Language.initialize` makes when called without data."""
     if get_examples is None:
@@ -237,6 +269,15 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
         words, spaces = words_and_spaces(pieces, text)
         return Doc(self.vocab, words=words, spaces=spaces)
 
+    def _docs(self, texts: List[str]) -> List[Doc]:
+        """Docs of texts segmented by the model: from the words' character offsets when the model
+        gives them (`AdaptorGrammar.segment_offsets`), else from its words."""
+        offsets = self.model.segment_offsets(texts)
+        if offsets is None:
+            return [self._make_doc(text, words) for text, words in zip(texts, self.model.segment(texts))]
+        return [Doc(self.vocab, words=words, spaces=spaces)
+                for words, spaces in map(words_and_spaces_at, offsets, texts)]
+
     def __call__(self, text: str) -> Doc:
         """Segment one text.
 
@@ -245,7 +286,7 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
         """
         if self.model is None:
             return self._make_doc(text, self._fallback(text))
-        return self._make_doc(text, self.model.segment([text])[0])
+        return self._docs([text])[0]
 
     def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Doc]:
         """Segment a stream of texts, one engine call per batch.
@@ -256,11 +297,10 @@ class Segmenter(ModelSerializer, util.DummyTokenizer):
         """
         for batch in util.minibatch(texts, size=batch_size):
             if self.model is None:
-                pieces = [self._fallback(t) for t in batch]
+                for text in batch:
+                    yield self._make_doc(text, self._fallback(text))
             else:
-                pieces = self.model.segment(batch)
-            for text, words in zip(batch, pieces):
-                yield self._make_doc(text, words)
+                yield from self._docs(batch)
 
     # -------------------------------------------------------------- training
     def training_texts(self, examples: Iterable[Example]) -> List[str]:
