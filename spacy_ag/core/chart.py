@@ -172,18 +172,18 @@ def tables_need(G, n):
 
 
 @kernel(cache=True)
-def records_trie_need(G, n, rec, r0, r1):
-    """Most trie nodes that building the trees of records rec[r0:r1] over n terminals can add: one
-    per terminal under each REC_NEW record (the only ones whose yields may be new), nor more than
-    one per span the band holds.
+def records_room(G, n, rec, r0, r1):
+    """(tables, trie nodes) that building the tree of records rec[r0:r1] over n terminals can add:
+    a table per REC_NEW record (the only ones whose yields may be new) and a trie node per terminal
+    under one, nor more than `trie_need`.
 
     Shapes: rec (records, REC_WIDTH) int32, tree records (module docstring)."""
-    total = 0
+    tables, terminals = 0, 0
     for r in range(r0, r1):
         if rec[r, 0] == REC_NEW:
-            total += rec[r, 5] - rec[r, 4]
-    w = chart_width(G, n)
-    return min(n * w - w * (w - 1) // 2, total) + 1
+            tables += 1
+            terminals += rec[r, 5] - rec[r, 4]
+    return tables, min(terminals + 1, trie_need(G, n))
 
 
 @kernel(cache=True, inline="always")

@@ -20,7 +20,7 @@ from ..kernel_environment import kernel
 from .analyses import free_tree
 from .borrowed import borrowed
 from .chart import (
-    REC_CACHED, REC_NEW, REC_RULE, REC_TERM, inside_weighted, new_chart, records_trie_need, sample_records, trie_need,
+    REC_CACHED, REC_RULE, REC_TERM, inside_weighted, new_chart, records_room, sample_records, trie_need,
 )
 from .expectations import expected_log_theta, stick_terms
 from .grammatons import (
@@ -332,11 +332,7 @@ def _absorb_trees(G, S, V, rec, r, lengths, copies, w, weight, stack, built, nee
     for s in range(lengths.shape[0]):
         r1 = r + lengths[s]
         if s >= need[3] and copies[s] > 0:
-            tables = 0
-            for q in range(r, r1):
-                if rec[q, 0] == REC_NEW:
-                    tables += 1
-            trie = records_trie_need(G, n, rec, r, r1)
+            tables, trie = records_room(G, n, rec, r, r1)
             if not room_ok(S, lengths[s], tables, trie):
                 need[0], need[1], need[2], need[3] = lengths[s], tables, trie, s
                 return False
